@@ -1,0 +1,207 @@
+"""pytest plugin loaded inside every cell: crash-safe results, observations, expectations.
+
+It extends pytest-reportlog (every report becomes one flushed JSON line) with:
+a RunInfo header, a TestStart line before each test (so a crash or hang names its test),
+the raw outcome and the scenario's observations on each report, and the verdict of the
+known-issues file applied in-run, so `pytest` exits non-zero only for news.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_reportlog.plugin import ReportLogPlugin
+
+from harness import numerics
+from harness.runinfo import collect_run_info, installed_versions
+from harness.expectations import Expectation, find_expectation, load_expectations
+from harness.verdicts import verdict
+
+SCHEMA_VERSION = 1
+_MESSAGE_LINES = 6
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("xla-seams")
+    group.addoption("--seams-results", metavar="PATH", help="append crash-safe JSONL results here")
+    group.addoption("--seams-cell", metavar="NAME", default=os.environ.get("SEAMS_CELL", "adhoc"),
+                    help="cell name recorded in the results")
+    group.addoption("--seams-device", metavar="TYPE", default=os.environ.get("SEAMS_DEVICE", "cpu"),
+                    help="device type of this cell (cpu, gpu, tpu)")
+    group.addoption("--seams-expectations", metavar="PATH", default=os.environ.get("SEAMS_EXPECTATIONS"),
+                    help="known-issues YAML applied in-run (default: matrices/known_issues.yaml)")
+    group.addoption("--seams-pins", metavar="JSON", default=os.environ.get("SEAMS_PINS", "{}"),
+                    help="the cell's pins, recorded in RunInfo")
+
+
+class ResultsLog(ReportLogPlugin):
+    """pytest-reportlog's writer, opened for append so a resumed cell run extends one file."""
+
+    def __init__(self, config: pytest.Config, log_path: Path) -> None:  # noqa: D107
+        self._config = config
+        self._log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = log_path.open("a", buffering=1, encoding="utf-8")
+
+    def write(self, data: dict[str, Any]) -> None:
+        """Write one record and flush it (the crash-safety guarantee)."""
+        self._write_json_data(data)
+        os.fsync(self._file.fileno())
+
+    def pytest_sessionstart(self) -> None:
+        cfg = self._config
+        info = collect_run_info()
+        info.update({
+            "$report_type": "RunInfo",
+            "schema_version": SCHEMA_VERSION,
+            "cell": cfg.getoption("seams_cell"),
+            "device": cfg.getoption("seams_device"),
+            "pins": json.loads(cfg.getoption("seams_pins") or "{}"),
+            "pytest_version": pytest.__version__,
+        })
+        self.write(info)
+        super().pytest_sessionstart()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.write({"$report_type": "TestStart", "nodeid": nodeid})
+
+    def pytest_warning_recorded(self, *args: Any, **kwargs: Any) -> None:
+        """Warnings are noise in a results file meant to stay small; pytest still prints them."""
+
+
+class Observations(dict):
+    """What a scenario measured beside its outcome (errors, HLO facts, attributes found)."""
+
+    def record(self, **facts: Any) -> None:
+        """Record named facts; values must be JSON-serialisable (str() is used otherwise)."""
+        self.update(facts)
+
+    def close(self, actual: Any, expected: Any, *, rtol: float, atol: float, name: str = "") -> dict:
+        """Assert actual ~= expected, recording max abs/rel error (under `name` if given)."""
+        try:
+            err = numerics.errors(actual, expected)
+        except AssertionError:
+            raise
+        err.update(rtol=rtol, atol=atol)
+        key = f"numerics.{name}" if name else "numerics"
+        self[key] = err
+        numerics.assert_close(actual, expected, rtol=rtol, atol=atol)
+        return err
+
+
+@pytest.fixture
+def observe(request: pytest.FixtureRequest) -> Observations:
+    """Per-test observations, attached to the test's report and results record."""
+    obs = Observations()
+    request.node._seams_observations = obs
+    return obs
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_devices(n): the scenario needs n devices of the cell's type")
+    path = config.getoption("seams_results", None)
+    if path and not hasattr(config, "workerinput"):
+        log = ResultsLog(config, Path(path))
+        config._seams_log = log
+        config.pluginmanager.register(log, "seams-results-log")
+    exp_path = config.getoption("seams_expectations", None)
+    config._seams_expectations = load_expectations(Path(exp_path)) if exp_path else _default_expectations()
+    config._seams_matched: set[str] = set()
+
+
+def _default_expectations() -> list[Expectation]:
+    from harness.expectations import DEFAULT_PATH
+
+    return load_expectations(DEFAULT_PATH) if DEFAULT_PATH.exists() else []
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    log = getattr(config, "_seams_log", None)
+    if log is not None:
+        log.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    info = collect_run_info(with_devices=False)
+    pkgs = ", ".join(f"{k}=={v}" for k, v in info["versions"].items() if v)
+    env = ", ".join(f"{k}={v}" for k, v in info["env"].items())
+    return [f"xla-seams cell: {config.getoption('seams_cell')} ({config.getoption('seams_device')})",
+            f"packages: {pkgs or 'none of jax/torch installed'}",
+            f"env: {env or '(none set)'}"]
+
+
+def _installed_versions() -> dict[str, str | None]:
+    return installed_versions()
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    versions = _installed_versions()
+    device = config.getoption("seams_device")
+    for item in items:
+        exp = find_expectation(config._seams_expectations, item.nodeid, versions, device)
+        item._seams_expectation = exp
+        if exp is not None:
+            config._seams_matched.add(exp.id)
+    config._seams_stale = [
+        e for e in config._seams_expectations
+        if e.applies(versions, device) and e.id not in config._seams_matched
+        and not any(e.covers(i.nodeid) for i in items)
+    ]
+
+
+def _raw_outcome(call: pytest.CallInfo) -> tuple[str, str | None, str | None]:
+    """(raw outcome, error type, first lines of the message) from the call's exception."""
+    if call.excinfo is None:
+        return "pass", None, None
+    exc = call.excinfo.value
+    if call.excinfo.errisinstance(pytest.skip.Exception):
+        return "skip", None, str(getattr(exc, "msg", exc))
+    lines = str(exc).strip().splitlines()[:_MESSAGE_LINES]
+    message = "\n".join(lines)[:2000]
+    outcome = "fail" if call.when == "call" else "error"
+    return outcome, call.excinfo.typename, message
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    raw, etype, message = _raw_outcome(call)
+    if call.when != "call" and raw == "pass":
+        return  # setup/teardown that passed carries nothing new
+    if call.when == "setup" and raw == "skip":
+        pass  # a skip in setup (skipif, pytest.skip in a fixture) is the test's outcome
+    exp: Expectation | None = getattr(item, "_seams_expectation", None)
+    v = verdict(raw, exp, message)
+    record = {"raw": raw, "verdict": v, "error_type": etype, "message": message,
+              "observations": dict(getattr(item, "_seams_observations", {}) or {})}
+    if exp is not None:
+        record["expectation"] = {"id": exp.id, "expect": exp.expect, "link": exp.link, "reason": exp.reason}
+    report.user_properties.append(("seams", record))
+    if v == "known-bug":
+        # Shown as xfail: an expected failure does not fail the run.
+        report.outcome = "skipped"
+        report.wasxfail = f"known upstream issue {exp.id}: {exp.link}"
+    elif v == "fixed":
+        report.outcome = "failed"
+        report.longrepr = (f"[FIXED?] expected {exp.expect} per {exp.link} ({exp.reason}), "
+                           f"but it passed: a fix landed upstream - update {exp.source}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Nothing to add: records are written by ResultsLog (reportlog) with user_properties."""
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    stale = getattr(config, "_seams_stale", [])
+    for e in stale:
+        terminalreporter.write_line(
+            f"STALE expectation {e.id} ({e.source}) matched no collected test: {', '.join(e.tests)}", yellow=True)
+    log = getattr(config, "_seams_log", None)
+    if log is not None and stale and not config.getoption("keyword") and not config.args[1:]:
+        for e in stale:
+            log.write({"$report_type": "StaleExpectation", "id": e.id, "source": e.source, "tests": list(e.tests)})

@@ -1,0 +1,51 @@
+"""What shaped a run: package versions, interpreter, platform, devices and the relevant env vars."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+# Packages whose versions decide the behaviour under test.
+PACKAGES = (
+    "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "libtpu", "libtpu-nightly",
+    "torch", "torch-xla", "torchax", "flax", "optax", "numpy", "ml-dtypes",
+)
+_ENV_PREFIXES = ("JAX_", "XLA_", "PJRT_", "TPU_", "CUDA_VISIBLE", "TF_CPP")
+
+
+def installed_versions() -> dict[str, str | None]:
+    """Installed distribution versions of PACKAGES (None where absent)."""
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def device_info() -> dict[str, Any]:
+    """JAX's view of the devices (kind, count, platform); an error string if jax cannot start."""
+    try:
+        import jax
+
+        devs = jax.devices()
+        return {"platform": devs[0].platform, "device_kind": devs[0].device_kind, "device_count": len(devs)}
+    except Exception as exc:  # a broken backend is a fact to record, not a reason to lose the run
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"}
+
+
+def collect_run_info(with_devices: bool = True) -> dict[str, Any]:
+    """run_info for the results header (devices only when asked: it starts the JAX backend)."""
+    info: dict[str, Any] = {
+        "versions": {k: v for k, v in installed_versions().items() if v},
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
+    }
+    if with_devices:
+        info["devices"] = device_info() if info["versions"].get("jax") else {}
+    return info

@@ -15,7 +15,8 @@ from harness.errors import UserError
 from harness.outcomes import RAW_OUTCOMES
 from harness.yamlio import line_of, load_yaml
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "matrices" / "known_issues.yaml"
+# One file per scenario family, so each family's known issues live beside each other.
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "matrices" / "known_issues"
 _KEYS = {"id", "tests", "when", "devices", "expect", "match", "link", "reason"}
 _BOUNDARY = ("/", ":", "[", "-", "]")
 
@@ -115,21 +116,33 @@ def _parse_entry(path: Path, raw: Any, index: int) -> Expectation:
 
 
 def load_expectations(path: Path = DEFAULT_PATH) -> list[Expectation]:
-    """Load and validate a known-issues file; malformed entries raise one UserError line."""
+    """Load and validate a known-issues file, or every *.yaml in a folder; errors name file:line."""
     path = Path(path)
+    if path.is_dir():
+        out: list[Expectation] = []
+        for f in sorted(path.glob("*.yaml")):
+            out.extend(load_expectations(f))
+        _check_unique(out)
+        return out
     doc = load_yaml(path)
     if doc is None:
         return []
     if not isinstance(doc, dict) or "issues" not in doc:
         raise UserError(f"{path}:1: expected a mapping with a top-level 'issues:' list")
     entries = doc["issues"] or []
+    if not isinstance(entries, list):
+        raise UserError(f"{path}:{line_of(doc, 'issues')}: 'issues' must be a list of expectations")
     out = [_parse_entry(path, raw, i) for i, raw in enumerate(entries)]
+    _check_unique(out)
+    return out
+
+
+def _check_unique(expectations: list[Expectation]) -> None:
     seen: set[str] = set()
-    for exp in out:
+    for exp in expectations:
         if exp.id in seen:
             raise UserError(f"{exp.source}: duplicate expectation id {exp.id!r}")
         seen.add(exp.id)
-    return out
 
 
 def find_expectation(

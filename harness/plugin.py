@@ -34,6 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="device type of this cell (cpu, gpu, tpu)")
     group.addoption("--seams-expectations", metavar="PATH", default=os.environ.get("SEAMS_EXPECTATIONS"),
                     help="known-issues YAML applied in-run (default: matrices/known_issues.yaml)")
+    group.addoption("--seams-done", metavar="FILE",
+                    help="JSON list of node ids already finished (exact match; deselected on resume)")
     group.addoption("--seams-pins", metavar="JSON", default=os.environ.get("SEAMS_PINS", "{}"),
                     help="the cell's pins, recorded in RunInfo")
 
@@ -139,6 +141,13 @@ def _installed_versions() -> dict[str, str | None]:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    done_file = config.getoption("seams_done")
+    if done_file:
+        # Exact ids: pytest's own --deselect matches prefixes (test_a would drop test_abort).
+        done = set(json.loads(Path(done_file).read_text()))
+        keep = [i for i in items if i.nodeid not in done]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
+        items[:] = keep
     versions = _installed_versions()
     device = config.getoption("seams_device")
     for item in items:
@@ -151,6 +160,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if e.applies(versions, device) and e.id not in config._seams_matched
         and not any(e.covers(i.nodeid) for i in items)
     ]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    log = getattr(session.config, "_seams_log", None)
+    if log is not None:
+        # The runner needs the full list to know what is left after a crash.
+        log.write({"$report_type": "Collected", "count": len(session.items),
+                   "nodeids": [i.nodeid for i in session.items]})
 
 
 def _raw_outcome(call: pytest.CallInfo) -> tuple[str, str | None, str | None]:
@@ -202,6 +219,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             f"STALE expectation {e.id} ({e.source}) matched no collected test: {', '.join(e.tests)}", yellow=True)
     log = getattr(config, "_seams_log", None)
-    if log is not None and stale and not config.getoption("keyword") and not config.args[1:]:
+    if log is not None:
         for e in stale:
             log.write({"$report_type": "StaleExpectation", "id": e.id, "source": e.source, "tests": list(e.tests)})

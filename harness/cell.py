@@ -1,0 +1,77 @@
+"""A cell: one point of the matrix, with exact pins, a device type and its environment."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from harness.devices import EXTRAS, PJRT
+
+PYTHON = "3.11"
+# What the harness plugin needs inside every cell, besides the pins.
+RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-reportlog>=0.4", "pyyaml>=6", "packaging>=23", "numpy")
+# Packages whose pinned version must import and report exactly that version.
+IMPORT_NAMES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "torch-xla": "torch_xla",
+                "torchax": "torchax", "flax": "flax", "optax": "optax", "libtpu": "libtpu"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One exact version set on one device type; its name is what users type (`tox -e NAME`)."""
+
+    name: str
+    device: str
+    pins: dict[str, str]
+    extras: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: int = 300
+    index_url: str | None = None
+    find_links: tuple[str, ...] = ()
+    runs_on: str | None = None
+    source: str = ""
+
+    def requirements(self) -> list[str]:
+        """Requirement strings for uv: pins (with the device's extras), extras, runtime deps."""
+        reqs = []
+        for pkg, ver in self.pins.items():
+            extra = EXTRAS.get(self.device, {}).get(pkg)
+            reqs.append(f"{pkg}[{extra}]=={ver}" if extra else f"{pkg}=={ver}")
+        return reqs + list(self.extras) + list(RUNTIME_REQUIREMENTS)
+
+    def run_env(self) -> dict[str, str]:
+        """Environment variables the cell's processes run under."""
+        env = {"PJRT_DEVICE": PJRT[self.device]}
+        env.update(self.env)
+        return env
+
+    def key(self) -> str:
+        """Stable hash of everything that decides the env's contents (the env cache key)."""
+        blob = json.dumps({"python": PYTHON, "reqs": self.requirements(), "index_url": self.index_url,
+                           "find_links": list(self.find_links)}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def install_line(self) -> str:
+        """The exact pip line that reproduces this cell's packages (for repros and reports)."""
+        args = ["pip", "install"]
+        if self.index_url:
+            args += ["--index-url", self.index_url]
+        for link in self.find_links:
+            args += ["--find-links", link]
+        pinned = [r for r in self.requirements() if r not in RUNTIME_REQUIREMENTS]
+        return shlex.join(args + pinned)
+
+    def with_pins(self, name: str, pins: dict[str, str]) -> "Cell":
+        """A probe cell: the same cell with some pins replaced (bisection)."""
+        merged = dict(self.pins)
+        merged.update(pins)
+        return Cell(name=name, device=self.device, pins=merged, extras=self.extras, env=dict(self.env),
+                    timeout_s=self.timeout_s, index_url=self.index_url, find_links=self.find_links,
+                    runs_on=self.runs_on, source=self.source)
+
+    def describe(self) -> dict:
+        """JSON-friendly description (CellStart record, `harness matrix` output)."""
+        return {"cell": self.name, "device": self.device, "pins": self.pins, "extras": list(self.extras),
+                "env": self.run_env(), "timeout_s": self.timeout_s, "install_line": self.install_line(),
+                "runs_on": self.runs_on, "source": self.source}

@@ -1,0 +1,198 @@
+"""Command line: `python -m harness {run,report,diff,bisect,matrix,validate,bench}`.
+
+Every bad input ends as one line on stderr and exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from harness.errors import UserError
+from harness.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
+
+DEFAULT_OUT = Path("reports")
+
+EPILOG = """\
+examples:
+  python -m harness run                                   # default CPU matrix -> reports/report.html
+  python -m harness run --cell jax053-cpu --cell jax060-cpu
+  python -m harness run --cell jax060-cpu -- -k linearize  # extra args go to pytest
+  python -m harness report reports/results/*.jsonl         # re-render with current known issues
+  python -m harness diff old/report.json reports/report.json
+  python -m harness bisect 'suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]' \\
+      --package jax --good 0.5.3 --bad 0.10.2
+  python -m harness matrix --format github                 # CI shard list
+
+exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad input.
+"""
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="build cell envs and run the suites in each, then report",
+                       description="Build each cell's env (uv, cached) and run the suites in it, one "
+                                   "process per cell; results stream to OUT/results/CELL.jsonl, then the "
+                                   "compatibility report is written to OUT.")
+    p.add_argument("--matrix", action="append", type=Path, metavar="FILE",
+                   help="matrix YAML (repeatable; default: matrices/default.yaml)")
+    p.add_argument("--cell", action="append", metavar="NAME",
+                   help="run only this cell (repeatable); looked up in every matrices/*.yaml unless --matrix is given")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: reports)")
+    p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS,
+                   help="known-issues file or folder (default: matrices/known_issues)")
+    p.add_argument("--timeout", type=int, metavar="S", help="per-test timeout, overrides the matrix's timeout_s")
+    p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news")
+    p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used by the docs test to keep README and --help in step)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m harness", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
+                    "suites in exact version cells, judge results against known upstream issues, "
+                    "report, diff and bisect.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(sub)
+
+    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml")
+    p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS)
+
+    p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
+    p.add_argument("old", type=Path)
+    p.add_argument("new", type=Path)
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the diff as Markdown")
+
+    p = sub.add_parser("matrix", help="list the cells of matrices (names, table, json, github, tox)")
+    p.add_argument("--matrix", action="append", type=Path, metavar="FILE")
+    p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
+
+    p = sub.add_parser("validate", help="validate matrix and known-issues files (exit 2 on the first error)")
+    p.add_argument("files", nargs="*", type=Path)
+
+    try:
+        from harness.bisect.cli import add_bisect_parser
+    except ImportError:
+        pass
+    else:
+        add_bisect_parser(sub)
+    try:
+        from harness.bench import add_bench_parser
+    except ImportError:
+        pass
+    else:
+        add_bench_parser(sub)
+    return parser
+
+
+def _cells(matrix_files: list[Path] | None, names: list[str] | None):
+    from harness.matrix import catalogue, load_matrix
+
+    if matrix_files:
+        m = load_matrix(*matrix_files)
+    elif names:
+        m = catalogue()
+    else:
+        m = load_matrix()
+    return m.select(names) if names else list(m.cells)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run cells and (unless --no-report) render the report; exit 1 on news."""
+    from harness.cellrun import run_cell
+    from harness.expectations import load_expectations
+    from harness.progress import CellProgress
+
+    cells = _cells(args.matrix, args.cell)
+    load_expectations(args.expectations)  # fail fast on a malformed known-issues file
+    progress = CellProgress(verbose=args.verbose)
+    out: Path = args.out
+    files = []
+    runs = []
+    for i, cell in enumerate(cells, 1):
+        progress.console.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({cell.install_line()})")
+        run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
+                       expectations=args.expectations, timeout_s=args.timeout, progress=progress)
+        files.append(run.results)
+        runs.append(run)
+    if args.no_report:
+        from harness.outcomes import FAILING_VERDICTS
+
+        bad = any(r.status in ("env-error", "incomplete") or set(r.verdicts) & FAILING_VERDICTS
+                  or r.outcomes.get("crash") or r.outcomes.get("timeout") for r in runs)
+        return 1 if bad else 0
+    from harness.report import report_command
+
+    return report_command(files, out, args.expectations)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import report_command
+
+    return report_command(args.results, args.out, args.expectations)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from harness.diff import diff_command
+
+    return diff_command(args.old, args.new, args.markdown)
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from harness.matrix import catalogue, load_matrix
+
+    m = load_matrix(*args.matrix) if args.matrix else (catalogue() if args.format == "tox" else load_matrix())
+    if args.format == "names" or args.format == "tox":
+        print("\n".join(m.names()))
+    elif args.format == "json":
+        print(json.dumps([c.describe() for c in m.cells], indent=1))
+    elif args.format == "github":
+        print(json.dumps({"include": [{"cell": c.name, "device": c.device,
+                                       "runs-on": c.runs_on or {"cpu": "ubuntu-latest"}.get(c.device, f"{c.device}-runner")}
+                                      for c in m.cells]}))
+    else:
+        for c in m.cells:
+            print(f"{c.name:<16} {c.device:<4} {c.install_line()}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from harness.expectations import load_expectations
+    from harness.matrix import MATRICES_DIR, catalogue, load_matrix
+
+    files = args.files
+    if not files:
+        m = catalogue()
+        exps = load_expectations(DEFAULT_EXPECTATIONS)
+        print(f"ok: {len(m.cells)} cells in {MATRICES_DIR}, {len(exps)} known issues")
+        return 0
+    for f in files:
+        if f.is_dir() or "known_issues" in str(f):
+            print(f"ok: {f}: {len(load_expectations(f))} known issues")
+        else:
+            print(f"ok: {f}: {len(load_matrix(f).cells)} cells")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "report": cmd_report, "diff": cmd_diff, "matrix": cmd_matrix, "validate": cmd_validate}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: parse, dispatch, and turn UserError into one line with exit status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    try:
+        return int(handler(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: finished results are on disk", file=sys.stderr)
+        return 130

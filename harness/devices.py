@@ -1,0 +1,46 @@
+"""Device types: what each needs installed, which env it runs under, and whether this machine has one."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+
+DEVICE_TYPES = ("cpu", "gpu", "tpu")
+
+# Extras that turn a CPU pin into the accelerator build (the real upstream install recipes).
+EXTRAS = {
+    "cpu": {},
+    "gpu": {"jax": "cuda12"},
+    "tpu": {"jax": "tpu", "torch-xla": "tpu"},
+}
+# PJRT_DEVICE selects torch_xla's backend; JAX picks its platform itself.
+PJRT = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}
+
+
+def available(device: str) -> tuple[bool, str]:
+    """(present, reason): whether this machine has the device type, and why not if not."""
+    if device == "cpu":
+        return True, ""
+    if os.environ.get("SEAMS_ASSUME_DEVICE") == device:  # e.g. a TPU VM whose probe below misses
+        return True, ""
+    if device == "gpu":
+        if glob.glob("/dev/nvidia[0-9]*") or _nvidia_smi_ok():
+            return True, ""
+        return False, "no gpu device on this machine (no /dev/nvidia*, nvidia-smi absent or failing)"
+    if device == "tpu":
+        if glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*") or os.environ.get("TPU_ACCELERATOR_TYPE"):
+            return True, ""
+        return False, "no tpu device on this machine (no /dev/accel*, /dev/vfio/*, TPU_ACCELERATOR_TYPE)"
+    return False, f"unknown device type {device!r}"
+
+
+def _nvidia_smi_ok() -> bool:
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return False
+    try:
+        return subprocess.run([exe, "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False

@@ -1,0 +1,261 @@
+"""Load declarative matrices (YAML) into validated cells; every error names file:line and the fix.
+
+A matrix file:
+
+    schema: 1
+    defaults: {device: cpu, env: {...}, timeout_s: 300, extras: [...]}
+    stacks:                      # the version axis: named pin sets
+      jax060: {pins: {jax: 0.6.0}}
+    devices: [cpu]               # the device axis; cells = stacks x devices, named STACK-DEVICE
+    exclude: [{stack: jax060, device: tpu}]
+    include:                     # explicit cells beyond the product
+      - {name: xla29-cpu, device: cpu, pins: {torch: 2.9.0, torch_xla: 2.9.0}, extras: [flax==0.12.0]}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from harness.cell import Cell
+from harness.devices import DEVICE_TYPES
+from harness.errors import UserError
+from harness.yamlio import line_of, load_yaml
+
+MATRICES_DIR = Path(__file__).resolve().parent.parent / "matrices"
+DEFAULT_MATRIX = MATRICES_DIR / "default.yaml"
+
+_TOP_KEYS = {"schema", "description", "defaults", "stacks", "devices", "exclude", "include"}
+_CELL_KEYS = {"pins", "extras", "env", "timeout_s", "index_url", "find_links", "runs_on"}
+_STACK_KEYS = _CELL_KEYS
+_INCLUDE_KEYS = _CELL_KEYS | {"name", "device"}
+_DEFAULT_KEYS = _CELL_KEYS - {"pins"} | {"device"}
+# Names users type on a command line and tox takes as env names: no shell metacharacters.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
+_CELL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*-(cpu|gpu|tpu)$")
+_ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The cells of one or more matrix files, in file order."""
+
+    cells: tuple[Cell, ...]
+    sources: tuple[Path, ...]
+
+    def names(self) -> list[str]:
+        """Cell names in order."""
+        return [c.name for c in self.cells]
+
+    def cell(self, name: str) -> Cell:
+        """The cell called name, or a UserError listing close names."""
+        for c in self.cells:
+            if c.name == name:
+                return c
+        close = [n for n in self.names() if n.split("-")[0] == name.split("-")[0] or name in n]
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known cells: {', '.join(self.names())}"
+        raise UserError(f"unknown cell {name!r} in {', '.join(str(s) for s in self.sources)}{hint}")
+
+    def select(self, names: Iterable[str]) -> list[Cell]:
+        """The named cells, in the order given."""
+        return [self.cell(n) for n in names]
+
+
+class _Ctx:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def err(self, node: Any, key: str | None, msg: str) -> UserError:
+        return UserError(f"{self.path}:{line_of(node, key)}: {msg}")
+
+
+def _check_keys(ctx: _Ctx, node: Any, allowed: set[str], what: str) -> None:
+    if not isinstance(node, dict):
+        raise ctx.err(node, None, f"{what} must be a mapping")
+    for key in node:
+        if key not in allowed:
+            raise ctx.err(node, key, f"unknown key {key!r} in {what}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _pins(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
+    if node is None:
+        return {}
+    if not isinstance(node, dict):
+        raise ctx.err(owner, "pins", "pins must map package names to exact versions, e.g. {jax: 0.6.0}")
+    pins: dict[str, str] = {}
+    for pkg, ver in node.items():
+        ver_s = str(ver)
+        try:
+            Version(ver_s)
+        except InvalidVersion:
+            raise ctx.err(node, pkg, f"{pkg}: {ver_s!r} is not a PEP 440 version; write an exact release such as '0.6.0'") from None
+        if not _NAME_RE.match(str(pkg).replace("-", "_")):
+            raise ctx.err(node, pkg, f"{pkg!r} is not a package name")
+        pins[canonicalize_name(str(pkg))] = ver_s
+    return pins
+
+
+def _complete_pins(ctx: _Ctx, pins: dict[str, str], node: Any) -> dict[str, str]:
+    """jax implies the same jaxlib; torch_xla X.Y needs torch X.Y.0 exactly (pinned by the user)."""
+    if "jax" in pins and "jaxlib" not in pins:
+        pins = {**pins, "jaxlib": pins["jax"]}
+    if "torch-xla" in pins:
+        v = Version(pins["torch-xla"])
+        want = f"{v.major}.{v.minor}.0"
+        have = pins.get("torch")
+        if have is None or Version(have) != Version(want):
+            found = f"torch=={have}" if have else "no torch pin"
+            raise ctx.err(node, "pins", f"torch_xla {pins['torch-xla']} needs torch=={want} exactly ({found}); add `torch: {want}` to the pins")
+    return pins
+
+
+def _strings(ctx: _Ctx, node: Any, key: str, owner: Any) -> tuple[str, ...]:
+    if node is None:
+        return ()
+    if isinstance(node, str):
+        node = [node]
+    if not isinstance(node, list) or not all(isinstance(x, str) for x in node):
+        raise ctx.err(owner, key, f"{key} must be a list of strings")
+    return tuple(node)
+
+
+def _extras(ctx: _Ctx, node: Any, owner: Any) -> tuple[str, ...]:
+    out = _strings(ctx, node, "extras", owner)
+    for req in out:
+        try:
+            Requirement(req)
+        except InvalidRequirement:
+            raise ctx.err(owner, "extras", f"extras: {req!r} is not a PEP 508 requirement; write e.g. 'flax==0.12.0'") from None
+        if req.startswith("-"):
+            raise ctx.err(owner, "extras", f"extras: {req!r} looks like an option; only requirements are allowed")
+    return out
+
+
+def _env(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
+    if node is None:
+        return {}
+    if not isinstance(node, dict):
+        raise ctx.err(owner, "env", "env must map variable names to values")
+    for k in node:
+        if not _ENV_NAME_RE.match(str(k)):
+            raise ctx.err(node, k, f"env: {k!r} is not an environment variable name (A-Z, 0-9, _)")
+    return {str(k): str(v) for k, v in node.items()}
+
+
+def _device(ctx: _Ctx, value: Any, owner: Any, key: str = "device") -> str:
+    if value not in DEVICE_TYPES:
+        raise ctx.err(owner, key, f"device {value!r} is not one of {', '.join(DEVICE_TYPES)}")
+    return value
+
+
+def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) -> Cell:
+    """Merge defaults then stack/include settings (later wins; pins, env merge) into a Cell."""
+    if not _CELL_NAME_RE.match(name):
+        raise ctx.err(node, "name" if isinstance(node, dict) and "name" in node else None,
+                      f"cell name {name!r} must be letters, digits, '_' or '.', then '-cpu', '-gpu' or '-tpu' (e.g. jax060-cpu)")
+    pins: dict[str, str] = {}
+    env: dict[str, str] = {}
+    extras: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    timeout_s, index_url, runs_on = 300, None, None
+    for part in parts:
+        if not part:
+            continue
+        pins.update(_pins(ctx, part.get("pins"), part))
+        env.update(_env(ctx, part.get("env"), part))
+        extras += _extras(ctx, part.get("extras"), part)
+        find_links += _strings(ctx, part.get("find_links"), "find_links", part)
+        if "timeout_s" in part:
+            t = part["timeout_s"]
+            if not isinstance(t, int) or t <= 0:
+                raise ctx.err(part, "timeout_s", f"timeout_s must be a positive integer of seconds, not {t!r}")
+            timeout_s = t
+        if "index_url" in part:
+            index_url = str(part["index_url"])
+        if "runs_on" in part:
+            runs_on = str(part["runs_on"])
+    if not pins:
+        raise ctx.err(node, None, f"cell {name!r} pins nothing; add pins such as {{jax: 0.6.0}}")
+    pins = _complete_pins(ctx, pins, node)
+    return Cell(name=name, device=device, pins=pins, extras=extras, env=env, timeout_s=timeout_s,
+                index_url=index_url, find_links=find_links, runs_on=runs_on,
+                source=f"{ctx.path}:{line_of(node)}")
+
+
+def _load_one(path: Path) -> list[Cell]:
+    ctx = _Ctx(path)
+    doc = load_yaml(path)
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}:1: a matrix must be a mapping with stacks/devices and/or include")
+    _check_keys(ctx, doc, _TOP_KEYS, "the matrix")
+    if doc.get("schema", 1) != 1:
+        raise ctx.err(doc, "schema", f"schema {doc.get('schema')!r} is not supported; this harness reads schema 1")
+    defaults = doc.get("defaults") or {}
+    _check_keys(ctx, defaults, _DEFAULT_KEYS, "defaults")
+    default_device = defaults.get("device", "cpu")
+    _device(ctx, default_device, defaults)
+    base = defaults  # its 'device' key is read above; _build_cell ignores it
+    cells: list[Cell] = []
+
+    stacks = doc.get("stacks") or {}
+    if not isinstance(stacks, dict):
+        raise ctx.err(doc, "stacks", "stacks must map stack names to {pins: ...}")
+    devices = doc.get("devices") or ([default_device] if stacks else [])
+    if not isinstance(devices, list):
+        raise ctx.err(doc, "devices", "devices must be a list such as [cpu, tpu]")
+    for d in devices:
+        _device(ctx, d, doc, "devices")
+    excludes = doc.get("exclude") or []
+    if not isinstance(excludes, list):
+        raise ctx.err(doc, "exclude", "exclude must be a list of {stack: ..., device: ...}")
+    for ex in excludes:
+        _check_keys(ctx, ex, {"stack", "device"}, "an exclude entry")
+        if "stack" in ex and ex["stack"] not in stacks:
+            raise ctx.err(ex, "stack", f"exclude names unknown stack {ex['stack']!r}; stacks: {', '.join(stacks)}")
+    for sname, stack in stacks.items():
+        if not _NAME_RE.match(str(sname)):
+            raise ctx.err(stacks, sname, f"stack name {sname!r} may hold only letters, digits, '_' and '.'")
+        _check_keys(ctx, stack, _STACK_KEYS, f"stack {sname!r}")
+        for dev in devices:
+            if any(ex.get("stack", sname) == sname and ex.get("device", dev) == dev for ex in excludes):
+                continue
+            cells.append(_build_cell(ctx, f"{sname}-{dev}", dev, [base, stack], stack))
+
+    includes = doc.get("include") or []
+    if not isinstance(includes, list):
+        raise ctx.err(doc, "include", "include must be a list of cells")
+    for inc in includes:
+        _check_keys(ctx, inc, _INCLUDE_KEYS, "an include entry")
+        if "name" not in inc:
+            raise ctx.err(inc, None, "an include entry needs a name, e.g. name: xla29-cpu")
+        dev = _device(ctx, inc.get("device", default_device), inc)
+        cells.append(_build_cell(ctx, str(inc["name"]), dev, [base, inc], inc))
+    return cells
+
+
+def load_matrix(*paths: Path) -> Matrix:
+    """Load and validate matrix files; a cell name may appear only once across all of them."""
+    paths = tuple(Path(p) for p in (paths or (DEFAULT_MATRIX,)))
+    cells: list[Cell] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        if not path.exists():
+            raise UserError(f"{path}: no such matrix file")
+        for cell in _load_one(path):
+            if cell.name in seen:
+                raise UserError(f"{cell.source}: duplicate cell name {cell.name!r} (first defined at {seen[cell.name]}); rename one")
+            seen[cell.name] = cell.source
+            cells.append(cell)
+    return Matrix(cells=tuple(cells), sources=paths)
+
+
+def catalogue() -> Matrix:
+    """Every cell of every matrices/*.yaml: where `--cell NAME` and tox env names are looked up."""
+    rest = sorted(p for p in MATRICES_DIR.glob("*.yaml") if p != DEFAULT_MATRIX)
+    return load_matrix(DEFAULT_MATRIX, *rest)

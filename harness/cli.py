@@ -107,6 +107,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run cells and (unless --no-report) render the report; exit 1 on news."""
     from harness.cellrun import run_cell
     from harness.expectations import load_expectations
+    from rich.markup import escape
+
     from harness.progress import CellProgress
 
     cells = _cells(args.matrix, args.cell)
@@ -116,7 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     files = []
     runs = []
     for i, cell in enumerate(cells, 1):
-        progress.console.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({cell.install_line()})")
+        progress.console.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
         run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
                        expectations=args.expectations, timeout_s=args.timeout, progress=progress)
         files.append(run.results)

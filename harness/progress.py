@@ -6,6 +6,7 @@ import sys
 import time
 
 from rich.console import Console
+from rich.markup import escape
 
 _STYLE = {"ok": "green", "known-bug": "yellow", "skipped": "dim", "fixed": "bold cyan",
           "regression": "bold red", "crash": "bold magenta", "timeout": "bold magenta",
@@ -16,7 +17,7 @@ class CellProgress:
     """Prints one line per notable event; a live status line on a terminal for the rest."""
 
     def __init__(self, console: Console | None = None, verbose: bool = False) -> None:
-        self.console = console or Console(stderr=True, highlight=False)
+        self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
         self.verbose = verbose
         self._status = None
         self._t0: dict[str, float] = {}
@@ -28,7 +29,7 @@ class CellProgress:
             self._t0[cell] = time.monotonic()
             self._set_status(f"{cell}: preparing env")
         elif kind == "env":
-            c.print(f"[bold]{cell}[/]: {ev['message']}")
+            c.print(f"[bold]{cell}[/]: {escape(ev['message'])}")
         elif kind == "env-ready":
             how = "reused" if ev["reused"] else "built"
             c.print(f"[bold]{cell}[/]: env {how} in {ev['seconds']:.1f}s")
@@ -40,7 +41,7 @@ class CellProgress:
             self._set_status(f"{cell}: {done}/{total} {ev['nodeid']}")
             if verdict not in ("ok", "skipped") or self.verbose:
                 extra = f" ({ev['signal']})" if ev.get("signal") else ""
-                c.print(f"  [{_STYLE.get(verdict, '')}]{verdict:>10}[/] {ev['nodeid']}{extra}")
+                c.print(f"  [{_STYLE.get(verdict, '')}]{verdict:>10}[/] {escape(ev['nodeid'])}{extra}")
         elif kind == "resume":
             c.print(f"[bold]{cell}[/]: restarting pytest for the {ev['remaining']} remaining tests")
         elif kind == "end":
@@ -50,7 +51,7 @@ class CellProgress:
             extras = ", ".join(f"{v} {k}" for k, v in ev.get("outcomes", {}).items() if k in ("crash", "timeout"))
             detail = "; ".join(x for x in (counts, extras, ev.get("reason", "")) if x)
             c.print(f"[bold]{cell}[/]: [{_STYLE.get(status, '')}]{status}[/] in {ev['duration_s']:.1f}s"
-                    + (f" - {detail}" if detail else ""))
+                    + (f" - {escape(detail)}" if detail else ""))
 
     def _set_status(self, text: str) -> None:
         if not self.console.is_terminal:

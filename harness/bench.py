@@ -1,0 +1,230 @@
+"""`python -m harness bench`: measure the harness against its floor (not part of the tests).
+
+Sections (each repeated --repeat times; medians and spread are reported, and ratios are taken
+within the same run, since this machine's noise moves absolute numbers):
+  env     warm cell-env creation (uv, cached wheels, fresh env folder) vs `python -m venv` + pip
+  floor   a cell's suite through the harness vs the floor: one process importing jax (+ torch,
+          torch_xla) once plus the time its scenarios themselves took (pytest's call durations)
+  matrix  the default CPU matrix, cold (empty env and uv caches) and warm
+  bisect  the shard_map bisection over jax 0.4.38..0.10.2, cold (no probe cache) and warm
+  report  render time and HTML size for a synthetic 10,000-result report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from harness.cellrun import REPO
+
+SECTIONS = ("env", "floor", "matrix", "bisect", "report")
+SHARD_MAP_BASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
+
+
+def add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the bench subcommand."""
+    p = sub.add_parser("bench", help="measure env setup, suite vs floor, matrix, bisect and report times",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sections", nargs="*", choices=SECTIONS, metavar="SECTION",
+                   help=f"which to run (default: all): {', '.join(SECTIONS)}")
+    p.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3; cold matrix runs once)")
+    p.add_argument("--cell", default="jax060-cpu", help="cell for the env and floor sections")
+    p.add_argument("--json", type=Path, default=Path("reports/bench.json"), help="where to write the figures")
+    p.set_defaults(handler=cmd_bench)
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def _stats(samples: list[float]) -> dict:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples),
+            "samples": [round(s, 3) for s in samples]}
+
+
+def _run(argv: list[str], env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if check and proc.returncode not in (0, 1):
+        raise RuntimeError(f"{argv[:4]} exited {proc.returncode}: {proc.stderr[-800:]}")
+    return proc
+
+
+def bench_env(cell_name: str, repeat: int) -> dict:
+    """Warm uv env creation vs python -m venv + pip install of the same pins."""
+    from harness.envs import ensure_env
+    from harness.matrix import catalogue
+
+    cell = catalogue().cell(cell_name)
+    pins = [r for r in cell.requirements()]
+    uv_s, pip_s = [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["SEAMS_ENVS_DIR"] = d
+            try:
+                uv_s.append(_timed(lambda: ensure_env(cell)))
+            finally:
+                os.environ.pop("SEAMS_ENVS_DIR")
+        with tempfile.TemporaryDirectory() as d:
+            venv = Path(d) / "v"
+
+            def pip_build() -> None:
+                _run([sys.executable, "-m", "venv", str(venv)])
+                _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pins])
+            pip_s.append(_timed(pip_build))
+    u, p = _stats(uv_s), _stats(pip_s)
+    return {"uv_warm_s": u, "pip_s": p, "speedup": p["median"] / u["median"],
+            "targets": {"warm <= 3 s": u["median"] <= 3.0, ">= 10x faster than pip": p["median"] / u["median"] >= 10}}
+
+
+_IMPORT_FLOOR = r"""
+import time, importlib, importlib.util, sys
+t = time.perf_counter()
+for m in ("jax", "torch", "torch_xla", "torchax"):
+    if importlib.util.find_spec(m):
+        importlib.import_module(m)
+import jax; jax.devices()
+print(time.perf_counter() - t)
+"""
+
+
+def bench_floor(cell_name: str, repeat: int) -> dict:
+    """The cell's suite through the harness vs import-once + the scenarios' own call time."""
+    from harness.envs import ensure_env
+    from harness.matrix import catalogue
+
+    cell = catalogue().cell(cell_name)
+    env = ensure_env(cell)
+    harness_s, floor_s, parts = [], [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as d:
+            wall = _timed(lambda: _run([sys.executable, "-m", "harness", "run", "--cell", cell.name, "--out", d,
+                                        "--no-report"]))
+            calls = 0.0
+            for line in (Path(d) / "results" / f"{cell.name}.jsonl").read_text().splitlines():
+                rec = json.loads(line)
+                if rec.get("$report_type") == "TestReport":
+                    calls += rec.get("duration", 0.0)
+        imp = float(_run([str(env.python), "-c", _IMPORT_FLOOR], env=cell.run_env()).stdout.strip().splitlines()[-1])
+        harness_s.append(wall)
+        floor_s.append(imp + calls)
+        parts.append({"import_s": round(imp, 3), "scenario_s": round(calls, 3)})
+    h, f = _stats(harness_s), _stats(floor_s)
+    ratio = h["median"] / f["median"]
+    return {"cell": cell.name, "harness_s": h, "floor_s": f, "floor_parts": parts, "ratio": ratio,
+            "targets": {"ratio <= 1.3": ratio <= 1.3}}
+
+
+def bench_matrix(repeat: int) -> dict:
+    """Default CPU matrix wall time: cold (empty env + uv caches) once, then warm."""
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as envs, tempfile.TemporaryDirectory() as uvc, \
+            tempfile.TemporaryDirectory() as d:
+        cold_env = {"SEAMS_ENVS_DIR": envs, "UV_CACHE_DIR": uvc}
+        out["cold_s"] = _stats([_timed(lambda: _run([sys.executable, "-m", "harness", "run", "--out", d],
+                                                     env=cold_env))])
+    warm = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as d:
+            warm.append(_timed(lambda: _run([sys.executable, "-m", "harness", "run", "--out", d])))
+    out["warm_s"] = _stats(warm)
+    return out
+
+
+def bench_bisect(repeat: int) -> dict:
+    """Probes and wall time of the shard_map bisection over jax 0.4.38..0.10.2."""
+    argv = [sys.executable, "-m", "harness", "bisect", SHARD_MAP_BASE, "--package", "jax",
+            "--good", "0.4.38", "--bad", "0.10.2"]
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {"SEAMS_BISECT_CACHE": cache}
+        t = time.perf_counter()
+        proc = _run(argv, env=env, check=False)
+        out["cold_probe_cache_s"] = round(time.perf_counter() - t, 3)
+        out["stdout_tail"] = proc.stdout[-1500:]
+        out["exit"] = proc.returncode
+        warm = [_timed(lambda: _run(argv, env=env, check=False)) for _ in range(repeat)]
+    out["warm_s"] = _stats(warm)
+    probes = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith(("probes", "Probes"))]
+    out["probes_line"] = probes[0] if probes else None
+    return out
+
+
+def bench_report(repeat: int) -> dict:
+    """Render time and HTML size of a synthetic 10,000-result report."""
+    from harness.report.synthetic import write_synthetic_results  # provided by the report package
+
+    times, size = [], 0
+    with tempfile.TemporaryDirectory() as d:
+        files = write_synthetic_results(Path(d) / "in", results=10_000)
+        for _ in range(repeat):
+            out = Path(d) / "out"
+            shutil.rmtree(out, ignore_errors=True)
+            times.append(_timed(lambda: _run([sys.executable, "-m", "harness", "report", *map(str, files),
+                                              "--out", str(out)], check=False)))
+            size = (out / "report.html").stat().st_size
+    t = _stats(times)
+    return {"render_s": t, "html_bytes": size,
+            "targets": {"<= 2 s": t["median"] <= 2.0, "<= 1 MB": size <= 1_000_000}}
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run the chosen sections, print a table, write JSON."""
+    sections = args.sections or list(SECTIONS)
+    results: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": sys.platform},
+                     "command": "python -m harness bench " + " ".join(sys.argv[2:])}
+    runners = {"env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
+               "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
+               "report": lambda: bench_report(args.repeat)}
+    for name in sections:
+        print(f"bench {name} ...", file=sys.stderr, flush=True)
+        try:
+            results[name] = runners[name]()
+        except Exception as exc:  # a section that cannot run is reported, the others still run
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps({name: results[name]}, indent=1, default=str), file=sys.stderr, flush=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=1, default=str))
+    _print_table(results)
+    return 0
+
+
+def _print_table(r: dict) -> None:
+    def med(d: dict | None, key: str) -> str:
+        try:
+            return f"{d[key]['median']:.2f}"
+        except (KeyError, TypeError):
+            return "-"
+
+    rows = []
+    if "env" in r and "error" not in r["env"]:
+        e = r["env"]
+        rows.append(("env: uv warm (s)", med(e, "uv_warm_s"), f"pip {med(e, 'pip_s')} s, {e['speedup']:.1f}x"))
+    if "floor" in r and "error" not in r["floor"]:
+        f = r["floor"]
+        rows.append((f"suite via harness, {f['cell']} (s)", med(f, "harness_s"),
+                     f"floor {med(f, 'floor_s')} s, ratio {f['ratio']:.2f}"))
+    if "matrix" in r and "error" not in r["matrix"]:
+        rows.append(("default matrix (s)", med(r["matrix"], "warm_s"), f"cold {med(r['matrix'], 'cold_s')} s"))
+    if "bisect" in r and "error" not in r["bisect"]:
+        b = r["bisect"]
+        rows.append(("bisect shard_map (s)", med(b, "warm_s"), f"cold {b['cold_probe_cache_s']} s; {b.get('probes_line')}"))
+    if "report" in r and "error" not in r["report"]:
+        rows.append(("report 10k results (s)", med(r["report"], "render_s"), f"{r['report']['html_bytes']} bytes"))
+    for name in SECTIONS:
+        if name in r and "error" in r[name]:
+            rows.append((name, "error", r[name]["error"][:100]))
+    width = max((len(a) for a, _, _ in rows), default=10)
+    print(f"{'measure':<{width}}  {'median':>8}  notes")
+    for a, b, c in rows:
+        print(f"{a:<{width}}  {b:>8}  {c}")

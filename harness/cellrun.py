@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 from harness import __version__
 from harness.cell import Cell
 from harness.devices import available
-from harness.envs import EnvError, ensure_env
+from harness.envs import Env, EnvError, ensure_env
 from harness.errors import UserError
 from harness.resultsfile import Tail, append_record
 
@@ -117,8 +117,13 @@ def run_cell(
     progress: ProgressFn = lambda _c, _e: None,
     log_dir: Path | None = None,
     extra_env: dict[str, str] | None = None,
+    env_provider: Callable[[Cell, Callable[[str], None]], Env] = ensure_env,
 ) -> CellRun:
-    """Build the cell's env and run pytest in it, writing every result to `results` as it happens."""
+    """Build the cell's env and run pytest in it, writing every result to `results` as it happens.
+
+    env_provider lets a caller hand over an env it is already building in the background
+    (`harness run` prepares the next cell's env while the current one runs its tests).
+    """
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(results) + ".lock")
@@ -128,13 +133,14 @@ def run_cell(
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
         return _run_locked(cell, results, pytest_args, expectations, timeout_s or cell.timeout_s,
-                           progress, log_dir or results.parent.parent / "logs", extra_env or {})
+                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider)
     finally:
         lock.release()
 
 
 def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
-                timeout_s: int, progress: ProgressFn, log_dir: Path, extra_env: dict[str, str]) -> CellRun:
+                timeout_s: int, progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
+                env_provider: Callable[[Cell, Callable[[str], None]], Env]) -> CellRun:
     start = time.monotonic()
     # A re-run replaces the cell's previous results; write to a fresh file then move it into place
     # only as the first record lands, so a reader never sees a half-replaced file.
@@ -162,7 +168,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
 
     progress(cell.name, {"event": "env"})
     try:
-        env = ensure_env(cell, log=lambda m: progress(cell.name, {"event": "env", "message": m}))
+        env = env_provider(cell, lambda m: progress(cell.name, {"event": "env", "message": m}))
     except EnvError as exc:
         append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
                                 "log_tail": exc.log_tail})

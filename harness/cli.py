@@ -103,9 +103,19 @@ def _cells(matrix_files: list[Path] | None, names: list[str] | None):
     return m.select(names) if names else list(m.cells)
 
 
+def _prepare(cell, progress):
+    from harness.envs import ensure_env
+
+    return ensure_env(cell, log=lambda m: progress(cell.name, {"event": "env", "message": m}))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run cells and (unless --no-report) render the report; exit 1 on news."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from harness.cellrun import run_cell
+    from harness.devices import available
+    from harness.envs import ensure_env
     from harness.expectations import load_expectations
     from rich.markup import escape
 
@@ -117,12 +127,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     out: Path = args.out
     files = []
     runs = []
-    for i, cell in enumerate(cells, 1):
-        progress.console.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
-        run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
-                       expectations=args.expectations, timeout_s=args.timeout, progress=progress)
-        files.append(run.results)
-        runs.append(run)
+    # Install the next cells' envs (network-bound) while the current cell runs its tests (CPU-bound).
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-prefetch")
+    try:
+        ready = {cell.name: pool.submit(_prepare, cell, progress) for cell in cells
+                 if available(cell.device)[0]}
+        for i, cell in enumerate(cells, 1):
+            progress.console.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
+            fut = ready.get(cell.name)
+            provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
+            run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
+                           expectations=args.expectations, timeout_s=args.timeout, progress=progress,
+                           env_provider=provider)
+            files.append(run.results)
+            runs.append(run)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     if args.no_report:
         from harness.outcomes import FAILING_VERDICTS
 

@@ -190,8 +190,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     raw, etype, message = _raw_outcome(call)
     if call.when != "call" and raw == "pass":
         return  # setup/teardown that passed carries nothing new
-    if call.when == "setup" and raw == "skip":
-        pass  # a skip in setup (skipif, pytest.skip in a fixture) is the test's outcome
+    if call.when == "teardown" and getattr(item, "_seams_judged", "pass") != "pass":
+        return  # the test already failed; one judgement per test
+    item._seams_judged = raw
     exp: Expectation | None = getattr(item, "_seams_expectation", None)
     v = verdict(raw, exp, message)
     record = {"raw": raw, "verdict": v, "error_type": etype, "message": message,

@@ -1,0 +1,38 @@
+"""README, --help and .ci/run stay in step with the code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text()
+
+
+def _quick_start() -> list[str]:
+    section = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    return [ln.split("#", 1)[0].strip() for ln in block.strip().splitlines() if ln.strip()]
+
+
+def test_quick_start_is_exactly_two_commands():
+    cmds = _quick_start()
+    assert len(cmds) == 2
+    assert cmds[0].endswith("python3 -m harness run")
+    assert cmds[1].endswith("python3 -m pytest")
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text()
+    test_cmd = _quick_start()[1].split("&&")[-1].strip()
+    assert re.search(rf"^{re.escape(test_cmd)}\s*$", ci, re.M), f".ci/run must call {test_cmd!r}"
+
+
+def test_every_subcommand_in_the_readme_exists_in_help():
+    helptext = subprocess.run([sys.executable, "-m", "harness", "--help"], cwd=REPO, capture_output=True,
+                              text=True, check=True).stdout
+    used = set(re.findall(r"python -m harness (\w+)", README))
+    listed = set(re.findall(r"^    (\w+)\s", helptext, re.M))
+    assert used <= listed, f"README mentions {sorted(used - listed)} that --help does not list"

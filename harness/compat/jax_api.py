@@ -1,0 +1,86 @@
+"""JAX API moves bridged in one place: shard_map's home and check kwarg, pvary/pcast, vma access.
+
+Only *where* an API lives or how it is spelled is bridged here. Whether it behaves the same is
+what the suites check, so nothing here catches an error from the API itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from harness.compat import api_absent
+
+
+def shard_map(f: Callable, *, mesh: Any, in_specs: Any, out_specs: Any, check: bool = True) -> Callable:
+    """shard_map from jax.shard_map (0.7+) or jax.experimental.shard_map (before), with the
+    replication/varying-axes check on or off (check_rep before 0.7, check_vma after)."""
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check)
+    from jax.experimental.shard_map import shard_map as exp_shard_map
+
+    return exp_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check)
+
+
+def shard_map_home() -> str:
+    """Where shard_map was found (recorded as an observation)."""
+    return "jax.shard_map" if hasattr(jax, "shard_map") else "jax.experimental.shard_map"
+
+
+def check_kwarg() -> str:
+    """The name of shard_map's replication check argument in this version."""
+    if hasattr(jax, "shard_map"):
+        return "check_vma"
+    from jax.experimental.shard_map import shard_map as exp_shard_map
+
+    return "check_rep" if "check_rep" in inspect.signature(exp_shard_map).parameters else "check_vma"
+
+
+def pvary() -> Callable:
+    """jax.lax.pvary (0.6.0 .. 0.9.x), or skip as api absent."""
+    fn = getattr(jax.lax, "pvary", None)
+    if fn is None:
+        api_absent(f"jax.lax.pvary (jax {jax.__version__}; added 0.6.0, removed 0.10.0)")
+    return fn
+
+
+def pcast_varying() -> Callable:
+    """x -> jax.lax.pcast(x, axes, to='varying') (0.8.2+), or skip as api absent."""
+    fn = getattr(jax.lax, "pcast", None)
+    if fn is None:
+        api_absent(f"jax.lax.pcast (jax {jax.__version__}; added 0.8.2)")
+    return lambda x, axes: fn(x, axes, to="varying")
+
+
+def varying_axes(x: Any) -> list[str] | None:
+    """The manual mesh axes a value varies over, through the public type (None where not exposed).
+
+    0.5.3: typeof(x).varying_manual_axes; 0.6-0.9: typeof(x).vma; 0.10: typeof(x).manual_axis_type.
+    """
+    if not hasattr(jax, "typeof"):
+        return None
+    aval = jax.typeof(x)
+    for attr in ("vma", "varying_manual_axes"):
+        if hasattr(aval, attr):
+            return sorted(str(a) for a in getattr(aval, attr))
+    mat = getattr(aval, "manual_axis_type", None)
+    if mat is not None:
+        varying = getattr(mat, "varying", None)
+        if varying is None:
+            return [str(mat)]
+        return sorted(str(a) for a in varying)
+    return None
+
+
+def make_mesh(n: int, axis: str) -> Any:
+    """A 1-D mesh of the first n devices with Auto axis types, as the upstream reports build it.
+
+    jax.make_mesh is avoided on purpose: its default axis type became Explicit in later
+    releases, which changes the semantics under test rather than just the spelling.
+    """
+    from jax.sharding import Mesh
+
+    return Mesh(np.array(jax.devices()[:n]), (axis,))

@@ -1,0 +1,39 @@
+"""Reading facts out of IR text (StableHLO, HLO, jaxpr) that scenarios assert and record."""
+
+from __future__ import annotations
+
+import re
+
+_ENTRY_RE = re.compile(r"^ENTRY\b.*?\{\s*$(.*?)^\}", re.M | re.S)
+_PARAM_RE = re.compile(r"\bparameter\((\d+)\)")
+
+
+def count_entry_parameters(hlo_text: str) -> int:
+    """Number of parameters of the HLO module's ENTRY computation (HLO text, not StableHLO)."""
+    m = _ENTRY_RE.search(hlo_text)
+    if m is None:
+        raise AssertionError("no ENTRY computation in the HLO text")
+    return len(set(_PARAM_RE.findall(m.group(1))))
+
+
+def count_main_arguments(stablehlo_text: str) -> int:
+    """Number of arguments of the StableHLO module's public main function."""
+    m = re.search(r"func\.func public @main\((.*?)\)\s*(->|\{)", stablehlo_text, re.S)
+    if m is None:
+        raise AssertionError("no public @main in the StableHLO text")
+    return len(re.findall(r"%arg\d+\s*:", m.group(1)))
+
+
+def frontend_attribute_values(text: str, key: str) -> list[str]:
+    """Every value of frontend attribute `key` in StableHLO (`key = "v"`) or HLO (`key="v"`) text."""
+    return re.findall(rf'\b{re.escape(key)}\s*=\s*"([^"]*)"', text)
+
+
+def has_frontend_attribute(text: str, key: str, value: str) -> bool:
+    """True if the IR text carries frontend attribute key=value anywhere."""
+    return value in frontend_attribute_values(text, key)
+
+
+def lines_mentioning(text: str, needle: str, limit: int = 5) -> list[str]:
+    """A few IR lines containing needle (for observations: what the IR actually said)."""
+    return [ln.strip()[:300] for ln in text.splitlines() if needle in ln][:limit]

@@ -30,7 +30,7 @@ class Expectation:
     expect: str
     link: str
     reason: str
-    when: Mapping[str, SpecifierSet] = field(default_factory=dict)
+    when: Mapping[str, SpecifierSet | None] = field(default_factory=dict)  # None: must be absent
     devices: tuple[str, ...] = ()
     match: str | None = None
     source: str = ""
@@ -50,6 +50,10 @@ class Expectation:
             return False
         for pkg, spec in self.when.items():
             have = versions.get(pkg)
+            if spec is None:  # `absent`: applies only where the package is not installed
+                if have is not None:
+                    return False
+                continue
             if have is None:
                 return False
             try:
@@ -91,12 +95,15 @@ def _parse_entry(path: Path, raw: Any, index: int) -> Expectation:
     expect = raw["expect"]
     if expect not in RAW_OUTCOMES or expect in ("pass", "skip"):
         raise _fail(path, raw, "expect", f"expect {expect!r} is not a failing outcome; use one of fail, error, crash, timeout, env-error")
-    when: dict[str, SpecifierSet] = {}
+    when: dict[str, SpecifierSet | None] = {}
     for pkg, spec in (raw.get("when") or {}).items():
+        if spec == "absent":
+            when[canonicalize_name(str(pkg))] = None
+            continue
         try:
             when[canonicalize_name(str(pkg))] = SpecifierSet(str(spec))
         except InvalidSpecifier:
-            raise _fail(path, raw.get("when"), pkg, f"{pkg}: {spec!r} is not a PEP 440 specifier (write e.g. '>=0.6.0,<0.10')") from None
+            raise _fail(path, raw.get("when"), pkg, f"{pkg}: {spec!r} is not a PEP 440 specifier (write e.g. '>=0.6.0,<0.10', or 'absent')") from None
     devices = raw.get("devices") or ()
     if isinstance(devices, str):
         devices = (devices,)
@@ -145,12 +152,17 @@ def _check_unique(expectations: list[Expectation]) -> None:
         seen.add(exp.id)
 
 
+def applicable_expectations(
+    expectations: list[Expectation], nodeid: str, versions: Mapping[str, str | None], device: str
+) -> list[Expectation]:
+    """Every expectation covering nodeid that applies to these versions and device, in file order."""
+    versions = normalize_versions(versions)
+    return [e for e in expectations if e.covers(nodeid) and e.applies(versions, device)]
+
+
 def find_expectation(
     expectations: list[Expectation], nodeid: str, versions: Mapping[str, str | None], device: str
 ) -> Expectation | None:
     """The first expectation covering nodeid that applies to these versions and device."""
-    versions = normalize_versions(versions)
-    for exp in expectations:
-        if exp.covers(nodeid) and exp.applies(versions, device):
-            return exp
-    return None
+    found = applicable_expectations(expectations, nodeid, versions, device)
+    return found[0] if found else None

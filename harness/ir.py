@@ -37,3 +37,13 @@ def has_frontend_attribute(text: str, key: str, value: str) -> bool:
 def lines_mentioning(text: str, needle: str, limit: int = 5) -> list[str]:
     """A few IR lines containing needle (for observations: what the IR actually said)."""
     return [ln.strip()[:300] for ln in text.splitlines() if needle in ln][:limit]
+
+
+def called_computation_parameter_counts(hlo_text: str) -> list[int]:
+    """Parameter count of each computation reached through a `call(...)` with to_apply=%name."""
+    counts = []
+    for name in re.findall(r"\bcall\(.*?to_apply=%?([\w.\-]+)", hlo_text):
+        m = re.search(rf"^%?{re.escape(name)}\s.*?\{{\s*$(.*?)^\}}", hlo_text, re.M | re.S)
+        if m is not None:
+            counts.append(len(set(_PARAM_RE.findall(m.group(1)))))
+    return counts

@@ -18,8 +18,8 @@ from pytest_reportlog.plugin import ReportLogPlugin
 
 from harness import numerics
 from harness.runinfo import collect_run_info, installed_versions
-from harness.expectations import Expectation, find_expectation, load_expectations
-from harness.verdicts import verdict
+from harness.expectations import Expectation, applicable_expectations, load_expectations
+from harness.verdicts import judge
 
 SCHEMA_VERSION = 1
 _MESSAGE_LINES = 6
@@ -151,10 +151,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     versions = _installed_versions()
     device = config.getoption("seams_device")
     for item in items:
-        exp = find_expectation(config._seams_expectations, item.nodeid, versions, device)
-        item._seams_expectation = exp
-        if exp is not None:
-            config._seams_matched.add(exp.id)
+        exps = applicable_expectations(config._seams_expectations, item.nodeid, versions, device)
+        item._seams_expectations = exps
+        config._seams_matched.update(e.id for e in exps)
     config._seams_stale = [
         e for e in config._seams_expectations
         if e.applies(versions, device) and e.id not in config._seams_matched
@@ -193,8 +192,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "teardown" and getattr(item, "_seams_judged", "pass") != "pass":
         return  # the test already failed; one judgement per test
     item._seams_judged = raw
-    exp: Expectation | None = getattr(item, "_seams_expectation", None)
-    v = verdict(raw, exp, message)
+    v, exp = judge(raw, getattr(item, "_seams_expectations", []), message)
     record = {"raw": raw, "verdict": v, "error_type": etype, "message": message,
               "observations": dict(getattr(item, "_seams_observations", {}) or {})}
     if exp is not None:

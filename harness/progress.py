@@ -39,7 +39,7 @@ class CellProgress:
             verdict = ev.get("verdict", "")
             done, total = ev.get("done", 0), ev.get("total", 0)
             self._set_status(f"{cell}: {done}/{total} {ev['nodeid']}")
-            if verdict not in ("ok", "skipped") or self.verbose:
+            if verdict not in ("ok", "skipped", "known-bug") or self.verbose:
                 extra = f" ({ev['signal']})" if ev.get("signal") else ""
                 c.print(f"  [{_STYLE.get(verdict, '')}]{verdict:>10}[/] {escape(ev['nodeid'])}{extra}")
         elif kind == "resume":

@@ -1,0 +1,66 @@
+"""torch_xla / torchax API moves bridged in one place: call_jax, its cache counter, device, sync.
+
+torch_xla 2.6 has no call_jax (api absent); 2.7 counts cached HLO in
+`_jax_to_hlo_cache_num_misses`; 2.8+ route through a bundled torchax and count specialised
+computations in `_jax_to_xla_computation_cache_elements`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from harness.compat import api_absent, require
+
+
+def xla():
+    """torch_xla, or skip when the cell does not install it."""
+    return require("torch_xla")
+
+
+def call_jax() -> Callable:
+    """torch_xla.core.xla_builder.call_jax, or skip as api absent."""
+    torch_xla = xla()
+    import torch_xla.core.xla_builder as xb
+
+    fn = getattr(xb, "call_jax", None)
+    if fn is None:
+        api_absent(f"torch_xla.core.xla_builder.call_jax (torch_xla {torch_xla.__version__}; added 2.7.0)")
+    return fn
+
+
+def cache_entries() -> int | None:
+    """How many JAX -> XLA computations call_jax has cached (None where no counter is exposed)."""
+    import torch_xla.core.xla_builder as xb
+
+    for name in ("_jax_to_xla_computation_cache_elements", "_jax_to_hlo_cache_num_misses"):
+        fn = getattr(xb, name, None)
+        if fn is not None:
+            return int(fn())
+    return None
+
+
+def device() -> Any:
+    """The default XLA device."""
+    torch_xla = xla()
+    if hasattr(torch_xla, "device"):
+        return torch_xla.device()
+    import torch_xla.core.xla_model as xm
+
+    return xm.xla_device()
+
+
+def sync() -> None:
+    """Cut the lazy graph and materialise pending tensors as device data."""
+    torch_xla = xla()
+    if hasattr(torch_xla, "sync"):
+        torch_xla.sync()
+    else:
+        import torch_xla.core.xla_model as xm
+
+        xm.mark_step()
+
+
+def tensors_hlo(tensors: list) -> str:
+    """HLO text of the graph that computes `tensors` (what torch_xla would compile)."""
+    torch_xla = xla()
+    return torch_xla._XLAC._get_xla_tensors_hlo(list(tensors))

@@ -26,14 +26,13 @@ def api_absent(what: str) -> NoReturn:
 def require(module: str) -> ModuleType:
     """Import a package the scenario needs, or skip when the cell does not install it.
 
-    Only a missing *distribution* skips; if it is installed but fails to import, that error
-    propagates (it is a finding, e.g. torchax 0.0.13 with torch 2.13).
+    Only a module that is not there at all skips (torchax may come as its own distribution or
+    bundled inside torch_xla); if it is there but fails to import, that error propagates (it is
+    a finding, e.g. torchax 0.0.13 with torch 2.13).
     """
-    from importlib import metadata
+    import importlib.util
 
-    dist = {"torch_xla": "torch-xla"}.get(module.split(".")[0], module.split(".")[0])
-    try:
-        metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        pytest.skip(f"{NOT_IN_CELL}: {dist} is not installed in this cell")
+    top = module.split(".")[0]
+    if importlib.util.find_spec(top) is None:
+        pytest.skip(f"{NOT_IN_CELL}: {top} is not installed in this cell")
     return importlib.import_module(module)

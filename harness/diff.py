@@ -1,0 +1,90 @@
+"""`harness diff OLD NEW`: what changed between two reports - regressed, fixed, new, gone, drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+from harness.report.model import iter_results
+
+GOOD = {"ok", "known-bug", "skipped"}
+BAD = {"regression", "crash", "timeout", "env-error", "incomplete"}
+DRIFT_FACTOR = 10.0
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read a report.json, or one UserError line."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read report: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise UserError(f"{path}:{getattr(exc, 'lineno', 1)}: not JSON: is this a report.json written by `harness report`?") from None
+    if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "cases" not in doc:
+        raise UserError(f"{path}:1: not a schema-1 report.json written by `harness report`")
+    return doc
+
+
+def _index(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(case or "(whole cell)", cell): r for case, cell, r in iter_results(report)}
+
+
+def _err(r: dict[str, Any]) -> tuple[float, float] | None:
+    num = (r.get("observations") or {}).get("numerics")
+    if isinstance(num, dict) and "max_abs_err" in num:
+        return float(num["max_abs_err"]), float(num.get("atol") or 0.0)
+    return None
+
+
+def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The categories of change between two reports, each a list of {case, cell, old, new}."""
+    a, b = _index(old), _index(new)
+    out: dict[str, list] = {"regressed": [], "fixed": [], "changed": [], "new": [], "gone": [], "drift": []}
+    for key in sorted(set(a) | set(b)):
+        case, cell = key
+        ra, rb = a.get(key), b.get(key)
+        row = {"case": case, "cell": cell, "old": ra and ra["verdict"], "new": rb and rb["verdict"]}
+        if ra is None:
+            out["new"].append(row)
+            continue
+        if rb is None:
+            out["gone"].append(row)
+            continue
+        if ra["verdict"] in GOOD and rb["verdict"] in BAD:
+            out["regressed"].append(row)
+        elif rb["verdict"] == "fixed" or (ra["verdict"] in BAD and rb["verdict"] in ("ok", "known-bug")):
+            out["fixed"].append(row)
+        elif ra["verdict"] != rb["verdict"]:
+            out["changed"].append(row)
+        ea, eb = _err(ra), _err(rb)
+        if ea and eb:
+            grew = eb[0] > max(ea[0], 1e-30) * DRIFT_FACTOR and eb[0] > eb[1] / 2
+            if grew:
+                out["drift"].append({**row, "old_err": ea[0], "new_err": eb[0], "atol": eb[1]})
+    return out
+
+
+def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False) -> str:
+    """Terminal text or Markdown for a comparison."""
+    lines = ["# Report diff", ""] if markdown else []
+    for cat, rows in changes.items():
+        head = f"{cat}: {len(rows)}"
+        lines.append(f"## {head}" if markdown else head)
+        for r in rows:
+            extra = f" (max abs err {r['old_err']:.3g} -> {r['new_err']:.3g}, atol {r['atol']:.3g})" if cat == "drift" else ""
+            item = f"{r['case']} @ {r['cell']}: {r['old']} -> {r['new']}{extra}"
+            lines.append(f"- `{item}`" if markdown else f"  {item}")
+        if markdown:
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def diff_command(old: Path, new: Path, markdown_out: Path | None = None) -> int:
+    """Print the diff (and write Markdown if asked); exit 1 if anything regressed."""
+    changes = compare(load_report(old), load_report(new))
+    print(render_text(changes), end="")
+    if markdown_out is not None:
+        Path(markdown_out).write_text(render_text(changes, markdown=True))
+    return 1 if changes["regressed"] else 0

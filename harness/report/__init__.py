@@ -1,0 +1,68 @@
+"""From cell results to the compatibility report: judge, merge, render (json, html, md, junit, repros)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.errors import UserError
+from harness.expectations import DEFAULT_PATH, load_expectations
+from harness.outcomes import FAILING_VERDICTS
+from harness.report.html import render_html
+from harness.report.judge import apply_expectations
+from harness.report.junit import render_junit
+from harness.report.markdown import render_markdown
+from harness.report.model import build_report
+from harness.repro import write_repros
+from harness.results import read_many
+
+MAX_REPROS = 500
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: a reader never sees half a report."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None) -> int:
+    """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    expectations_path = expectations_path or DEFAULT_PATH
+    expectations = load_expectations(expectations_path)
+    missing = [p for p in paths if not Path(p).exists()]
+    for p in missing:
+        console.print(f"error: {p}: no such results file")
+    cells, errors = read_many([p for p in paths if Path(p).exists()])
+    errors = [f"{p}: no such results file" for p in missing] + errors
+    for e in errors[len(missing):]:
+        console.print(f"error: {e}")
+    if not cells:
+        raise UserError("no readable results files; nothing to report" + (f" ({len(errors)} unreadable)" if errors else ""))
+    apply_expectations(cells, expectations)
+    report = build_report(cells, errors, str(expectations_path))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out_dir / "report.json", json.dumps(report, indent=1, default=str))
+    tmp_html = out_dir / ".report.html.tmp"
+    render_html(report, tmp_html)
+    os.replace(tmp_html, out_dir / "report.html")
+    _atomic_write(out_dir / "report.md", render_markdown(report))
+    tmp_junit = out_dir / ".junit.xml.tmp"
+    render_junit(report, tmp_junit)
+    os.replace(tmp_junit, out_dir / "junit.xml")
+    n_repro = write_repros(report, out_dir / "repro", limit=MAX_REPROS)
+
+    counts = report["counts"]
+    console.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    for c in report["cells"]:
+        if c["stale_expectations"]:
+            console.print(f"warning: {c['cell']}: stale expectations (matched no collected test): {', '.join(c['stale_expectations'])}")
+    console.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'})")
+    news = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
+    return 1 if news or errors else 0

@@ -1,0 +1,79 @@
+"""report.html: one self-contained page, a grid of cases x cells coloured by verdict.
+
+The data is embedded once as compact JSON (strings deduplicated, big IR text left to report.json
+and the repro files) and rendered by a small script, so 10,000 results stay well under 1 MB.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from harness.outcomes import VERDICTS
+
+_MAX_OBS_STR = 200
+RAWS = ("pass", "fail", "error", "crash", "timeout", "skip", "env-error", "incomplete", "complete", "skipped")
+
+
+def _compact_obs(obs: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not obs:
+        return None
+    out = {}
+    for k, v in obs.items():
+        if isinstance(v, str) and len(v) > _MAX_OBS_STR:
+            out[k] = f"<{len(v)} chars: see report.json or the repro file>"
+        else:
+            out[k] = v
+    return out
+
+
+class _Table:
+    """Interns values so each distinct message/observation/expectation is embedded once."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, value: Any) -> int:
+        if value is None:
+            return -1
+        key = json.dumps(value, sort_keys=True, default=str)
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(value)
+        return self._index[key]
+
+
+def compact_data(report: dict[str, Any]) -> dict[str, Any]:
+    """The page's data: cells, cases, and one small row per result pointing into interned tables."""
+    cells = report["cells"]
+    cell_idx = {c["cell"]: i for i, c in enumerate(cells)}
+    msgs, obs, exps = _Table(), _Table(), _Table()
+    rows = []
+    for ci, case in enumerate(report["cases"]):
+        for cell, r in case["results"].items():
+            rows.append([ci, cell_idx[cell], VERDICTS.index(r["verdict"]), RAWS.index(r["raw"]),
+                         msgs.add(r.get("message")), obs.add(_compact_obs(r.get("observations"))),
+                         exps.add(r.get("expectation")), r.get("signal")])
+    return {
+        "generated_at": report["generated_at"], "counts": report["counts"], "errors": report["errors"],
+        "verdicts": list(VERDICTS), "raws": list(RAWS),
+        "cells": [{k: c[k] for k in ("cell", "device", "status", "reason", "verdict", "pins", "install_line",
+                                     "versions", "devices", "python", "platform", "run_env", "counts",
+                                     "stale_expectations", "expectation")} for c in cells],
+        "cases": [[c["id"], c["family"]] for c in report["cases"]],
+        "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items,
+    }
+
+
+def render_html(report: dict[str, Any], path: Path) -> None:
+    """Write the self-contained HTML report."""
+    env = Environment(loader=PackageLoader("harness.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    data = json.dumps(compact_data(report), separators=(",", ":"), default=str)
+    data = data.replace("</", "<\\/")  # never close the <script> early
+    html = env.get_template("report.html.j2").render(data=data, counts=report["counts"],
+                                                     generated_at=report["generated_at"])
+    path.write_text(html, encoding="utf-8")

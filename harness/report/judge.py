@@ -1,0 +1,35 @@
+"""Apply known issues to read results: raw outcomes stay facts, verdicts are recomputed each time."""
+
+from __future__ import annotations
+
+from harness.expectations import Expectation, applicable_expectations
+from harness.results import CellResults
+from harness.verdicts import judge
+
+
+def _exp_dict(exp: Expectation | None) -> dict | None:
+    if exp is None:
+        return None
+    return {"id": exp.id, "expect": exp.expect, "link": exp.link, "reason": exp.reason, "source": exp.source}
+
+
+def apply_expectations(cells: list[CellResults], expectations: list[Expectation]) -> None:
+    """Set each case's verdict (and each case-less cell's) from its raw outcome and the known issues."""
+    for cell in cells:
+        versions = cell.versions()
+        for case in cell.cases.values():
+            found = applicable_expectations(expectations, case.nodeid, versions, cell.device)
+            v, exp = judge(case.raw, found, case.message)
+            case.verdict, case.expectation = v, _exp_dict(exp)
+        if cell.status == "env-error":
+            # An env that cannot be built is a known bug if an issue says exactly that for this cell.
+            found = [e for e in expectations if e.expect == "env-error" and e.applies(
+                {k.replace("_", "-"): v for k, v in versions.items()}, cell.device)]
+            v, exp = judge("env-error", found, cell.reason)
+            cell.verdict, cell.expectation = v, _exp_dict(exp)
+        elif cell.status == "skipped":
+            cell.verdict = "skipped"
+        elif cell.status == "incomplete":
+            cell.verdict = "incomplete"
+        else:
+            cell.verdict = "complete"

@@ -1,0 +1,204 @@
+"""Read cell results files (JSON lines) into cases with raw outcomes, tolerating a killed run.
+
+A file may end anywhere: a run killed mid-line leaves a partial last line, which is tolerated and
+makes the cell `incomplete`. Anything else malformed (a non-JSON line elsewhere, an unknown schema
+version, a record of the wrong shape) is one UserError naming file:line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+
+from harness.errors import UserError
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "results-v1.json"
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Case:
+    """One test case in one cell: what happened (raw) and, once judged, what it means (verdict)."""
+
+    nodeid: str
+    raw: str
+    message: str | None = None
+    error_type: str | None = None
+    duration: float = 0.0
+    observations: dict[str, Any] = field(default_factory=dict)
+    signal: str | None = None
+    verdict: str = ""
+    expectation: dict[str, Any] | None = None
+
+    @property
+    def family(self) -> str:
+        """suites/<family>/... -> family."""
+        parts = self.nodeid.split("/")
+        return parts[1] if len(parts) > 2 and parts[0] == "suites" else parts[0].split("::")[0]
+
+
+@dataclass
+class CellResults:
+    """Everything one cell's results file says."""
+
+    path: Path
+    cell: str
+    device: str
+    pins: dict[str, str]
+    install_line: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    run_info: dict[str, Any] = field(default_factory=dict)
+    status: str = "incomplete"  # complete | incomplete | env-error | skipped
+    reason: str = ""
+    cases: dict[str, Case] = field(default_factory=dict)
+    stale: list[dict[str, Any]] = field(default_factory=list)
+    started_at: str = ""
+    duration_s: float | None = None
+    verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
+    expectation: dict[str, Any] | None = None
+
+    def versions(self) -> dict[str, str]:
+        """Installed versions as the run reported them, else the pins (env-error cells)."""
+        return dict(self.run_info.get("versions") or self.pins)
+
+
+@lru_cache(maxsize=1)
+def _validators() -> dict[str, jsonschema.protocols.Validator]:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    out = {}
+    for branch in schema["oneOf"]:
+        rtype = branch["properties"]["$report_type"]
+        for name in rtype.get("enum", [rtype.get("const")]):
+            out[name] = cls(branch)
+    return out
+
+
+def _check(path: Path, lineno: int, rec: Any) -> str:
+    if not isinstance(rec, dict) or "$report_type" not in rec:
+        raise UserError(f"{path}:{lineno}: not a results record (a JSON object with '$report_type')")
+    kind = rec["$report_type"]
+    if kind == "TestStart":  # the most frequent record: checked by hand, cheaply
+        if not isinstance(rec.get("nodeid"), str):
+            raise UserError(f"{path}:{lineno}: TestStart without a nodeid")
+        return kind
+    if kind == "TestReport":
+        if not isinstance(rec.get("nodeid"), str) or rec.get("when") not in ("setup", "call", "teardown"):
+            raise UserError(f"{path}:{lineno}: TestReport without nodeid/when")
+        return kind
+    validator = _validators().get(kind)
+    if validator is None:
+        raise UserError(f"{path}:{lineno}: unknown record type {kind!r}")
+    err = jsonschema.exceptions.best_match(validator.iter_errors(rec))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "record"
+        raise UserError(f"{path}:{lineno}: bad {kind} record: {where}: {err.message}")
+    return kind
+
+
+def read_results(path: Path) -> CellResults:
+    """Parse one cell's results file; raises UserError (one line, file:line) if it is malformed."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read results: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    truncated = False
+    if lines and lines[-1] == b"":
+        lines.pop()
+    res: CellResults | None = None
+    running: str | None = None
+    seen_end = False
+    collected: int | None = None
+    for i, raw_line in enumerate(lines, 1):
+        try:
+            rec = json.loads(raw_line)
+        except ValueError:
+            if i == len(lines) and not data.endswith(b"\n"):
+                truncated = True  # a run killed mid-write: keep what came before
+                break
+            raise UserError(f"{path}:{i}: not JSON (is this a results file? each line must be one JSON object)") from None
+        kind = _check(path, i, rec)
+        if res is None:
+            if kind != "CellStart":
+                raise UserError(f"{path}:{i}: results must begin with a CellStart record, found {kind}")
+            res = CellResults(path=path, cell=rec["cell"], device=rec["device"], pins=dict(rec["pins"]),
+                              install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
+                              started_at=rec.get("started_at", ""))
+            continue
+        if kind == "CellStart":
+            raise UserError(f"{path}:{i}: a second CellStart: two runs were written into one file")
+        if kind == "RunInfo" and not res.run_info:
+            res.run_info = rec
+        elif kind == "Collected" and collected is None:
+            collected = rec["count"]
+        elif kind == "TestStart":
+            running = rec["nodeid"]
+        elif kind == "TestReport":
+            _take_report(res, rec)
+            if rec["when"] == "teardown" and running == rec["nodeid"]:
+                running = None
+        elif kind in ("TestCrash", "TestTimeout"):
+            nodeid = rec["nodeid"]
+            if nodeid:
+                raw = "crash" if kind == "TestCrash" else "timeout"
+                msg = (f"process died with {rec.get('signal') or 'exit ' + str(rec.get('returncode'))}"
+                       if raw == "crash" else f"killed after {rec['timeout_s']} s without finishing")
+                res.cases[nodeid] = Case(nodeid, raw, message=msg, signal=rec.get("signal"),
+                                         error_type=rec.get("signal") if raw == "crash" else "Timeout")
+            else:
+                res.reason = f"pytest died outside any test ({rec.get('signal') or rec.get('returncode')})"
+            running = None
+        elif kind == "EnvError":
+            res.status, res.reason = "env-error", rec["reason"]
+        elif kind == "CellSkipped":
+            res.status, res.reason = "skipped", rec["reason"]
+        elif kind == "StaleExpectation":
+            res.stale.append(rec)
+        elif kind == "CellEnd":
+            seen_end = True
+            res.duration_s = rec.get("duration_s")
+            if res.status not in ("env-error", "skipped"):
+                res.status = rec.get("status", "complete")
+                res.reason = rec.get("reason") or res.reason
+    if res is None:
+        raise UserError(f"{path}:1: empty results file (no CellStart record)")
+    if running is not None and running not in res.cases:
+        res.cases[running] = Case(running, "incomplete", message="the run ended while this test was running")
+    if not seen_end:
+        res.status = "incomplete"
+        res.reason = ("the file ends mid-line: the run was killed" if truncated
+                      else "no closing CellEnd record: the run was killed or is still going")
+    elif res.status == "complete" and not res.cases and not collected:
+        res.status, res.reason = "incomplete", res.reason or "no tests collected"
+    return res
+
+
+def _take_report(res: CellResults, rec: dict[str, Any]) -> None:
+    for name, value in rec.get("user_properties") or []:
+        if name != "seams":
+            continue
+        prev = res.cases.get(rec["nodeid"])
+        if prev is not None and prev.raw != "pass":
+            return  # a later teardown error does not overwrite the failure that came first
+        res.cases[rec["nodeid"]] = Case(
+            nodeid=rec["nodeid"], raw=value["raw"], message=value.get("message"),
+            error_type=value.get("error_type"), duration=float(rec.get("duration") or 0.0),
+            observations=value.get("observations") or {})
+
+
+def read_many(paths: Iterable[Path]) -> tuple[list[CellResults], list[str]]:
+    """Read every file it can; return the cells and one line per file that could not be read."""
+    cells, errors = [], []
+    for p in paths:
+        try:
+            cells.append(read_results(p))
+        except UserError as exc:
+            errors.append(str(exc))
+    return cells, errors

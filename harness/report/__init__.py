@@ -31,6 +31,21 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _latest_per_cell(cells):
+    """One results file per cell name: the latest run wins, the others are reported."""
+    by_name: dict[str, list] = {}
+    for c in cells:
+        by_name.setdefault(c.cell, []).append(c)
+    kept, notes = [], []
+    for name, group in by_name.items():
+        group.sort(key=lambda c: c.started_at)
+        kept.append(group[-1])
+        for old in group[:-1]:
+            notes.append(f"{old.path}: another results file for cell {name} is newer ({group[-1].path}); ignored")
+    order = {id(c): i for i, c in enumerate(cells)}
+    return sorted(kept, key=lambda c: order[id(c)]), notes
+
+
 def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None) -> int:
     """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -43,6 +58,8 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     errors = [f"{p}: no such results file" for p in missing] + errors
     for e in errors[len(missing):]:
         console.print(f"error: {e}")
+    cells, dupes = _latest_per_cell(cells)
+    errors += dupes
     if not cells:
         raise UserError("no readable results files; nothing to report" + (f" ({len(errors)} unreadable)" if errors else ""))
     apply_expectations(cells, expectations)

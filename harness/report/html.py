@@ -18,16 +18,23 @@ _MAX_OBS_STR = 200
 RAWS = ("pass", "fail", "error", "crash", "timeout", "skip", "env-error", "incomplete", "complete", "skipped")
 
 
-def _compact_obs(obs: dict[str, Any] | None) -> dict[str, Any] | None:
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, str) and len(v) > _MAX_OBS_STR:
+        return f"<{len(v)} chars: in report.json and the repro file>"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}={_fmt(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v[:20]) + (", ..." if len(v) > 20 else "") + "]"
+    return str(v)
+
+
+def _compact_obs(obs: dict[str, Any] | None) -> str | None:
+    """Observations as one short line per fact (floats to 3 digits): small enough for 10k results."""
     if not obs:
         return None
-    out = {}
-    for k, v in obs.items():
-        if isinstance(v, str) and len(v) > _MAX_OBS_STR:
-            out[k] = f"<{len(v)} chars: see report.json or the repro file>"
-        else:
-            out[k] = v
-    return out
+    return "\n".join(f"{k}: {_fmt(v)}" for k, v in obs.items())
 
 
 class _Table:

@@ -1,0 +1,79 @@
+"""The results reader: crash-safe parsing, raw outcomes, and one-line errors naming file:line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.errors import UserError
+from harness.results import read_many, read_results
+from tests.results_fixtures import SHARD, case, cell_file
+
+
+def test_complete_cell_has_raw_outcomes(tmp_path):
+    r = read_results(cell_file(tmp_path, "jax060-cpu", "0.6.0", [case(SHARD, "fail", "linearized function ...")]))
+    assert r.status == "complete" and r.cases[SHARD].raw == "fail"
+    assert r.versions()["jax"] == "0.6.0" and r.cases[SHARD].family == "shard_map"
+
+
+def test_file_without_closing_record_is_incomplete_and_names_the_running_test(tmp_path):
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [case(SHARD, "pass")], end=False,
+                  extra=[{"$report_type": "TestStart", "nodeid": "suites/x.py::test_running"}])
+    r = read_results(p)
+    assert r.status == "incomplete" and "CellEnd" in r.reason
+    assert r.cases["suites/x.py::test_running"].raw == "incomplete"
+    assert r.cases[SHARD].raw == "pass", "finished results survive a killed run"
+
+
+def test_truncated_last_line_is_tolerated_as_incomplete(tmp_path):
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [case(SHARD, "pass")], end=False)
+    p.write_bytes(p.read_bytes() + b'{"$report_type": "TestSta')
+    r = read_results(p)
+    assert r.status == "incomplete" and "mid-line" in r.reason and SHARD in r.cases
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda lines: lines[:2] + ["this is not json"] + lines[2:], ":3: not JSON"),
+    (lambda lines: [lines[0].replace('"schema_version": 1', '"schema_version": 2')] + lines[1:], ":1: bad CellStart record"),
+    (lambda lines: lines[1:], ":1: results must begin with a CellStart"),
+    (lambda lines: lines[:1] + [json.dumps({"$report_type": "Bogus"})] + lines[1:], ":2: unknown record type 'Bogus'"),
+    (lambda lines: lines[:1] + [json.dumps({"$report_type": "TestCrash", "nodeid": "x"})] + lines[1:], ":2: bad TestCrash record"),
+    (lambda lines: lines + lines[:1], "a second CellStart"),
+])
+def test_malformed_file_is_one_line_naming_file_and_line(tmp_path, mutate, expected):
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [case(SHARD, "pass")])
+    p.write_text("\n".join(mutate(p.read_text().splitlines())) + "\n")
+    with pytest.raises(UserError) as exc:
+        read_results(p)
+    assert expected in str(exc.value) and str(exc.value).startswith(str(p)) and "\n" not in str(exc.value)
+
+
+def test_other_files_still_merge_when_one_is_bad(tmp_path):
+    good = cell_file(tmp_path, "good-cpu", "0.6.0", [case(SHARD, "pass")])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("garbage\nmore garbage\n")
+    cells, errors = read_many([good, bad])
+    assert [c.cell for c in cells] == ["good-cpu"] and len(errors) == 1 and "bad.jsonl:1" in errors[0]
+
+
+def test_crash_timeout_env_error_and_skipped_records(tmp_path):
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [], extra=[
+        {"$report_type": "TestStart", "nodeid": "suites/a.py::test_abort"},
+        {"$report_type": "TestCrash", "nodeid": "suites/a.py::test_abort", "signal": "SIGABRT", "returncode": -6},
+        {"$report_type": "TestTimeout", "nodeid": "suites/a.py::test_hang", "timeout_s": 5}])
+    r = read_results(p)
+    assert r.cases["suites/a.py::test_abort"].raw == "crash" and r.cases["suites/a.py::test_abort"].signal == "SIGABRT"
+    assert r.cases["suites/a.py::test_hang"].raw == "timeout"
+    env = tmp_path / "env.jsonl"
+    env.write_text(json.dumps({"$report_type": "CellStart", "schema_version": 1, "cell": "e-cpu", "device": "cpu",
+                               "pins": {"jax": "0.5.4"}}) + "\n" +
+                   json.dumps({"$report_type": "EnvError", "cell": "e-cpu", "reason": "no version of jax==0.5.4"}) + "\n" +
+                   json.dumps({"$report_type": "CellEnd", "cell": "e-cpu", "complete": True, "status": "env-error"}) + "\n")
+    e = read_results(env)
+    assert e.status == "env-error" and "0.5.4" in e.reason and not e.cases
+
+
+def test_zero_tests_collected_is_incomplete_not_green(tmp_path):
+    r = read_results(cell_file(tmp_path, "c-cpu", "0.6.0", []))
+    assert r.status == "incomplete" and "no tests collected" in r.reason

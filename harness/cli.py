@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -218,3 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: finished results are on disk", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
+        if os.environ.get("SEAMS_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 3

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.report.model import iter_results
 
 REPO = Path(__file__).resolve().parent.parent
 _SKIP = {"ok", "skipped"}
@@ -64,6 +63,8 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any])
 
 def write_repros(report: dict[str, Any], out_dir: Path, limit: int = 500) -> int:
     """Write one repro file per result that is not ok or skipped (at most `limit`); returns how many."""
+    from harness.report.model import iter_results  # here: harness.report imports this module
+
     cells = {c["cell"]: c for c in report["cells"]}
     out_dir.mkdir(parents=True, exist_ok=True)
     n = 0

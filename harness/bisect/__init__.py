@@ -1,0 +1,1 @@
+"""Bisection over released versions: find the first release where a scenario changes."""

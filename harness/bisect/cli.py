@@ -1,0 +1,232 @@
+"""`python -m harness bisect`: wire listing, probing, searching and reporting together."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from harness.bisect.probe import Prober
+from harness.bisect.report import ir_diff, render
+from harness.bisect.search import BAD, GOOD, bisect
+from harness.bisect.versions import between, list_versions, nearest
+from harness.cell import Cell
+from harness.errors import UserError
+
+DESCRIPTION = """\
+Binary-search the released versions of a package between a good and a bad bound, building a probe
+cell per version (the same env path as `harness run`) and running one test (or --script) in it.
+Untestable versions (install or import fails, API absent) are routed around like git bisect's skip;
+"api absent" is reported as such, never as the regression. Answers are cached per test and pins.
+"""
+
+
+def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `bisect`."""
+    p = sub.add_parser("bisect", help="find the first release where a scenario changes",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("test_id", nargs="?", help="pytest node id of the scenario case (omit with --script/--from-report)")
+    p.add_argument("--package", help="package whose releases are searched (jax moves jaxlib; torch_xla moves torch)")
+    p.add_argument("--good", help="a version where it behaves (older bound unless bisecting a fix)")
+    p.add_argument("--bad", help="a version where it does not")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu", "tpu"))
+    p.add_argument("--cell", help="base cell whose other pins, extras and env the probes keep (default: a bare cell)")
+    p.add_argument("--with", dest="held", action="append", default=[], metavar="PKG==VER",
+                   help="hold another package at a version (repeatable)")
+    p.add_argument("--regress", default="fail",
+                   help="what 'bad' means: fail (default: fail/error/crash/timeout), crash, pass (bisect a fix), "
+                        "or error-matches:REGEX")
+    p.add_argument("--script", nargs=argparse.REMAINDER,
+                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python")
+    p.add_argument("--index-url", help="package index for listing and installing (e.g. a nightly index)")
+    p.add_argument("--find-links", action="append", default=[], help="extra wheel folder/page (repeatable)")
+    p.add_argument("--pre", action="store_true", help="include pre-releases and .dev nightlies")
+    p.add_argument("--from-report", type=Path, metavar="REPORT.json", help="take the bad bound from a report's cell")
+    p.add_argument("--case", help="with --from-report: the case id (instead of TEST_ID)")
+    p.add_argument("--out", type=Path, default=Path("reports/bisect"), help="probe results and the final report")
+    p.add_argument("--markdown", type=Path, help="also write the final report as Markdown here")
+    p.set_defaults(handler=cmd_bisect)
+
+
+def _held(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, ver = item.partition("==")
+        if not sep or not ver:
+            raise UserError(f"--with {item!r}: write PACKAGE==VERSION")
+        try:
+            Version(ver)
+        except InvalidVersion:
+            raise UserError(f"--with {item!r}: {ver!r} is not a PEP 440 version") from None
+        out[canonicalize_name(name)] = ver
+    return out
+
+
+def _base_cell(args: argparse.Namespace) -> Cell:
+    from harness.matrix import DEFAULT_MATRIX, catalogue, load_matrix
+
+    if args.cell:
+        return catalogue().cell(args.cell)
+    env = {}
+    defaults = load_matrix(DEFAULT_MATRIX).cells
+    if defaults and args.device == "cpu":
+        env = dict(defaults[0].env)
+    return Cell(name=f"bisect-{args.device}", device=args.device, pins={}, env=env,
+                index_url=args.index_url, find_links=tuple(args.find_links))
+
+
+def _from_report(args: argparse.Namespace) -> None:
+    doc = json.loads(args.from_report.read_text()) if args.from_report.exists() else None
+    if not isinstance(doc, dict) or "cells" not in doc:
+        raise UserError(f"{args.from_report}: not a report.json written by `harness report`")
+    case_id = args.case or args.test_id
+    if not case_id or not args.cell:
+        raise UserError("--from-report needs --cell CELL and --case TEST_ID")
+    cells = {c["cell"]: c for c in doc["cells"]}
+    if args.cell not in cells:
+        raise UserError(f"{args.from_report}: no cell {args.cell!r}; it has {', '.join(cells)}")
+    case = next((c for c in doc["cases"] if c["id"] == case_id), None)
+    if case is None or args.cell not in case["results"]:
+        raise UserError(f"{args.from_report}: no result for {case_id!r} in cell {args.cell}")
+    bad_cell = cells[args.cell]
+    pins = {canonicalize_name(k): v for k, v in bad_cell["pins"].items()}
+    pkg = canonicalize_name(args.package) if args.package else ("torch-xla" if "torch-xla" in pins else "jax")
+    if pkg not in pins:
+        raise UserError(f"cell {args.cell} pins no {pkg}; pass --package")
+    args.package, args.bad, args.test_id = pkg, pins[pkg], case_id
+    if not args.good:
+        good = [Version(cells[name]["pins"].get(pkg) or cells[name]["pins"].get(pkg.replace("-", "_")))
+                for name, r in case["results"].items()
+                if r["verdict"] in ("ok",) and name in cells and (cells[name]["pins"].get(pkg) or cells[name]["pins"].get(pkg.replace("-", "_")))]
+        older = [v for v in good if v < Version(args.bad)]
+        if not older:
+            raise UserError(f"no cell in {args.from_report} passes {case_id} with an older {pkg}; pass --good")
+        args.good = str(max(older))
+        print(f"bad bound {pkg} {args.bad} from cell {args.cell}; good bound {args.good} proposed from the report's other cells",
+              file=sys.stderr)
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """Run the bisection and print the final report; 0 found, 1 inconclusive, 2 bad input."""
+    if args.from_report:
+        _from_report(args)
+    if not args.package or not args.good or not args.bad:
+        raise UserError("bisect needs --package, --good and --bad (or --from-report)")
+    if not args.script and not args.test_id:
+        raise UserError("bisect needs a TEST_ID or --script CMD ...")
+    if args.test_id:
+        from harness.repro import test_source
+
+        if test_source(args.test_id) is None:
+            raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "
+                            "(copy an id from `pytest suites --collect-only -q`)")
+    try:
+        good, bad = Version(args.good), Version(args.bad)
+    except InvalidVersion as exc:
+        raise UserError(f"bound is not a PEP 440 version: {exc}") from None
+    if good == bad:
+        raise UserError(f"--good and --bad are the same version ({good})")
+    package = canonicalize_name(args.package)
+    held = _held(args.held)
+    versions = list_versions(package, args.index_url, tuple(args.find_links), pre=args.pre)
+    if package == "jax":  # jax moves with jaxlib: only versions both have are testable pairs
+        versions = [v for v in versions if v in set(list_versions("jaxlib", args.index_url, tuple(args.find_links), args.pre))]
+    for bound, name in ((good, "--good"), (bad, "--bad")):
+        if bound not in versions:
+            raise UserError(f"{name} {bound}: {package} {bound} is not a release on the index; nearest: {nearest(versions, bound) or 'none'}")
+    span = between(versions, good, bad)
+    if bad < good:
+        span = list(reversed(span))  # bisecting a fix written as good=new, bad=old is allowed
+    n_between = len(span) - 2
+    base = _base_cell(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    prober = Prober(base, package, args.test_id, _regress(args.regress), held, args.out / "probes",
+                    script=args.script, log=log)
+    log(f"bisecting {package} {good}..{bad}: {n_between} releases between (about {max(1, (n_between + 1)).bit_length()} steps)")
+    t0 = time.monotonic()
+    outcome = bisect([str(v) for v in span], prober,
+                     progress=lambda left, steps: log(f"{left} versions left (about {steps} steps)"))
+    summary = _conclude(outcome, prober, package, span, good, bad)
+    if summary.get("first_bad") and prober.regress == "pass":
+        summary["conclusion"] = (f"fixed in {package} {summary['first_bad']}: the first release where it passes "
+                                 f"(last failing: {summary['last_good']})")
+    summary.update({"target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
+                    "script": args.script, "order": [str(v) for v in span], "n_between": n_between,
+                    "probes_run": prober.runs, "cached": sum(a.cached for a in prober.answers.values()),
+                    "wall_s": time.monotonic() - t0, "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
+    first_bad_cell = prober.cell_for(summary["first_bad"]) if summary.get("first_bad") else None
+    answers = list(prober.answers.values())
+    print(render(summary, answers, first_bad_cell, markdown=False))
+    md = render(summary, answers, first_bad_cell, markdown=True)
+    (args.out / "bisect.md").write_text(md)
+    if args.markdown:
+        args.markdown.write_text(md)
+    return 0 if summary.get("first_bad") else 1
+
+
+def _regress(value: str) -> str:
+    if value.startswith("error-matches"):
+        pattern = value.split(":", 1)[1] if ":" in value else ""
+        if not pattern:
+            raise UserError("--regress error-matches:REGEX needs a pattern after the colon")
+        import re
+
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UserError(f"--regress error-matches: bad regex: {exc}") from None
+        return f"error-matches:{pattern}"
+    if value not in ("fail", "crash", "pass"):
+        raise UserError(f"--regress {value!r}: use fail, crash, pass or error-matches:REGEX")
+    return value
+
+
+def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
+    """Turn the search outcome into a conclusion, probing the bad bound only if the window is ambiguous."""
+    order = [str(v) for v in span]
+    skipped = outcome.skipped_between
+    summary: dict = {"last_good": outcome.last_good}
+    absent_from = None
+    if skipped:
+        # Everything between is untestable: is the bad bound itself just as untestable?
+        bad_ans = prober.probe(outcome.first_bad)
+        absent = [s for s in skipped if prober.answers[s].api_absent]
+        if bad_ans.api_absent and len(absent) == len(skipped):
+            absent_from = skipped[0]
+        elif bad_ans.answer == GOOD:
+            summary["conclusion"] = (f"inconclusive: {outcome.first_bad} is good, so the given bad bound was wrong")
+            summary["first_bad"] = None
+            return summary
+    fb_ans = prober.answers.get(outcome.first_bad)
+    if absent_from is not None:
+        reason = prober.answers[absent_from].reason
+        summary["conclusion"] = (f"API absent from {package} {absent_from} (through {outcome.first_bad}): {reason}. "
+                                 f"This is not a regression: the scenario cannot run there. Last good: {outcome.last_good}.")
+        summary["first_bad"] = None
+        summary["api_absent_from"] = absent_from
+        return summary
+    if skipped:
+        summary["conclusion"] = (f"the first bad version is one of {', '.join(skipped + [outcome.first_bad])}: "
+                                 f"{', '.join(skipped)} could not be tested ({'; '.join(prober.answers[s].reason for s in skipped)}). "
+                                 f"Last good: {outcome.last_good}.")
+        summary["first_bad"] = None
+        return summary
+    good_ans = prober.probe(outcome.last_good)  # confirms the good bound and gives the IR to diff against
+    if good_ans.answer != GOOD:
+        summary["conclusion"] = (f"inconclusive: the last good candidate {outcome.last_good} answered {good_ans.answer} "
+                                 f"({good_ans.raw}); check --good")
+        summary["first_bad"] = None
+        return summary
+    summary["first_bad"] = outcome.first_bad
+    summary["first_bad_answer"] = fb_ans
+    summary["ir_diff"] = ir_diff(prober.answers.get(outcome.last_good), fb_ans)
+    assumed = "" if fb_ans else " (the --bad bound, taken as given)"
+    summary["conclusion"] = (f"first bad: {package} {outcome.first_bad}{assumed}; last good: {package} {outcome.last_good}")
+    return summary

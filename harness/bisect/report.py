@@ -1,0 +1,65 @@
+"""The bisection's final report: first bad / last good, versions tested, repro, IR diff."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from harness.bisect.probe import Answer
+from harness.cell import Cell
+
+_IR_KEYS = ("stablehlo", "hlo", "jaxpr", "ir")
+_MAX_DIFF_LINES = 120
+
+
+def ir_diff(good: Answer | None, bad: Answer | None) -> tuple[str, str] | None:
+    """(key, unified diff) of the first IR text both probes recorded and that differs."""
+    if not good or not bad:
+        return None
+    for key in sorted(set(good.observations) & set(bad.observations)):
+        if not any(k in key.lower() for k in _IR_KEYS):
+            continue
+        a, b = good.observations[key], bad.observations[key]
+        if isinstance(a, str) and isinstance(b, str) and a != b:
+            lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), f"{key} @ {good.version}",
+                                              f"{key} @ {bad.version}", lineterm="", n=2))
+            if len(lines) > _MAX_DIFF_LINES:
+                lines = lines[:_MAX_DIFF_LINES] + [f"... ({len(lines) - _MAX_DIFF_LINES} more lines)"]
+            return key, "\n".join(lines)
+    return None
+
+
+def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell | None, markdown: bool) -> str:
+    """Terminal text or Markdown, ending with how to reproduce."""
+    h = (lambda t: f"## {t}") if markdown else (lambda t: f"{t}:")
+    out = [f"# Bisection: {summary['target']}" if markdown else f"bisection of {summary['target']}", ""]
+    out.append(summary["conclusion"])
+    out += ["", h("versions tested")]
+    if markdown:
+        out += ["", "| version | answer | outcome | detail |", "|---|---|---|---|"]
+    for a in sorted(answers, key=lambda a: summary["order"].index(a.version)):
+        detail = (a.reason or (a.message or "").strip().splitlines()[0] if (a.reason or a.message) else "")[:140]
+        tag = " (cached)" if a.cached else ""
+        out.append(f"| {a.version} | {a.answer} | {a.raw} | {detail.replace('|', '/')}{tag} |" if markdown
+                   else f"  {a.version:<10} {a.answer:<5} {a.raw:<10} {detail}{tag}")
+    out += ["", f"probes run: {summary['probes_run']} (cached answers reused: {summary['cached']}); "
+                f"{summary['n_between']} releases between the bounds; wall time {summary['wall_s']:.1f} s"]
+    fb = summary.get("first_bad_answer")
+    if fb and fb.message:
+        out += ["", h(f"error at the first bad version ({fb.version})"), "```" if markdown else "", fb.message.strip(),
+                "```" if markdown else ""]
+    diff = summary.get("ir_diff")
+    if diff:
+        key, text = diff
+        out += ["", h(f"{key} diff between last good and first bad"), "```diff" if markdown else "", text,
+                "```" if markdown else ""]
+    if first_bad_cell is not None:
+        env = " ".join(f"{k}={v}" for k, v in first_bad_cell.run_env().items())
+        run = (f"{env} python -m pytest -p no:cacheprovider '{summary['test_id']}'  # from a clone of xla-seams"
+               if summary.get("test_id") else f"{env} " + " ".join(summary.get("script") or []))
+        out += ["", h("reproduce (first bad)"), "```sh" if markdown else "",
+                "python3.11 -m venv venv && . venv/bin/activate",
+                first_bad_cell.install_line() + " pytest pytest-reportlog pyyaml packaging", run.strip(),
+                "```" if markdown else ""]
+    out += ["", f"Reproduce with: {summary['command']}"]
+    return "\n".join(line for line in out if line is not None) + "\n"

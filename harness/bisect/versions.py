@@ -1,0 +1,118 @@
+"""List a package's released versions from an index (PyPI JSON, PEP 691/503 simple) or a folder of wheels."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from harness.errors import UserError
+
+PYPI_SIMPLE = "https://pypi.org/simple"
+_TIMEOUT_S = 30
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[tuple[str, bool]] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            a = dict(attrs)
+            href = a.get("href") or ""
+            self.files.append((href.split("#")[0].rsplit("/", 1)[-1], "data-yanked" in a))
+
+
+def _version_of(filename: str) -> Version | None:
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[1]
+        if filename.endswith((".tar.gz", ".zip")):
+            return parse_sdist_filename(filename)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+    return None
+
+
+def _fetch(url: str, accept: str) -> tuple[bytes, str]:
+    req = urllib.request.Request(url, headers={"Accept": accept})
+    try:
+        with urllib.request.urlopen(req, timeout=_TIMEOUT_S) as resp:  # noqa: S310 - index URLs are the user's
+            return resp.read(), resp.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise UserError(f"{url}: not found on the index (is the package name right?)") from None
+        raise UserError(f"{url}: the index answered HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise UserError(f"{url}: index unreachable ({reason})") from None
+
+
+def _from_simple(index_url: str, package: str) -> set[Version]:
+    url = index_url.rstrip("/") + f"/{canonicalize_name(package)}/"
+    if urlparse(url).scheme == "file":
+        path = Path(urlparse(url).path)
+        page = path / "index.html" if (path / "index.html").exists() else path
+        if page.is_dir():
+            files = [(p.name, False) for p in page.iterdir()]
+        else:
+            try:
+                parser = _Links()
+                parser.feed(page.read_text())
+            except OSError:
+                raise UserError(f"{url}: no such package folder on the local index") from None
+            files = parser.files
+    else:
+        body, ctype = _fetch(url, "application/vnd.pypi.simple.v1+json, text/html;q=0.1")
+        if "json" in ctype:
+            doc = json.loads(body)
+            files = [(f["filename"], bool(f.get("yanked"))) for f in doc.get("files", [])]
+        else:
+            parser = _Links()
+            parser.feed(body.decode("utf-8", "replace"))
+            files = parser.files
+    return {v for name, yanked in files if not yanked and (v := _version_of(name)) is not None}
+
+
+def _from_find_links(location: str, package: str) -> set[Version]:
+    prefix = re.sub(r"[-_.]+", "_", package).lower()
+    if urlparse(location).scheme in ("http", "https"):
+        parser = _Links()
+        parser.feed(_fetch(location, "text/html")[0].decode("utf-8", "replace"))
+        names = [n for n, _ in parser.files]
+    else:
+        folder = Path(urlparse(location).path if location.startswith("file:") else location)
+        if not folder.is_dir():
+            raise UserError(f"--find-links {location}: no such folder")
+        names = [p.name for p in folder.iterdir()]
+    return {v for n in names if re.sub(r"[-_.]+", "_", n).lower().startswith(prefix + "_")
+            and (v := _version_of(n)) is not None}
+
+
+def list_versions(package: str, index_url: str | None = None, find_links: tuple[str, ...] = (),
+                  pre: bool = False) -> list[Version]:
+    """Released versions of package, ascending (PEP 440 order); pre-releases only if asked."""
+    found = _from_simple(index_url or PYPI_SIMPLE, package)
+    for loc in find_links:
+        found |= _from_find_links(loc, package)
+    return sorted(v for v in found if pre or not (v.is_prerelease or v.is_devrelease))
+
+
+def between(versions: list[Version], good: Version, bad: Version) -> list[Version]:
+    """The versions from good to bad inclusive."""
+    return [v for v in versions if (good <= v <= bad) or (bad <= v <= good)]
+
+
+def nearest(versions: list[Version], wanted: Version) -> str:
+    """'a, b': the releases either side of a version that does not exist (for the error message)."""
+    below = [v for v in versions if v < wanted]
+    above = [v for v in versions if v > wanted]
+    return ", ".join(str(v) for v in ([below[-1]] if below else []) + ([above[0]] if above else []))

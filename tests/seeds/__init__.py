@@ -1,0 +1,1 @@
+"""pytest plugins that put a known upstream bug back into real jax / torch_xla (seeded-bug tests)."""

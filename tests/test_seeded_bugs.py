@@ -1,0 +1,50 @@
+"""The suite can see each bug: put it back into real jax / torch_xla and the scenario must go red.
+
+Each test runs one real scenario case in a real cell through the harness runner, with a pytest
+plugin from tests/seeds/ that re-introduces the upstream bug, and checks the raw outcome.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cellrun import run_cell
+from harness.matrix import catalogue
+from harness.results import read_results
+
+pytestmark = pytest.mark.e2e
+
+
+def _run(tmp_path, cell_name: str, seed: str | None, test_id: str):
+    cell = catalogue().cell(cell_name)
+    out = tmp_path / f"{cell_name}-{seed or 'clean'}.jsonl"
+    args = (["-p", f"tests.seeds.{seed}"] if seed else []) + [test_id]
+    run_cell(cell, out, args, timeout_s=300)
+    res = read_results(out)
+    assert res.status == "complete", res.reason
+    return res.cases[test_id]
+
+
+UNUSED = "suites/call_jax/test_unused_args.py::test_unused_arguments[unused_first]"
+PVARY = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[pvary]"
+HOST = "suites/compute_on/test_eager_vs_aot.py::test_eager_vs_aot[jit_outside_compute_on]"
+
+
+def test_call_jax_without_keep_unused_crashes_or_fails(tmp_path):
+    assert _run(tmp_path, "xla29-cpu", None, UNUSED).raw == "pass"
+    seeded = _run(tmp_path, "xla29-cpu", "no_keep_unused", UNUSED)
+    assert seeded.raw in ("crash", "fail"), seeded
+    if seeded.raw == "crash":
+        assert seeded.signal == "SIGABRT", "the pre-fix failure mode is an abort from XLA"
+
+
+def test_removing_pvary_makes_the_pvary_case_fail_on_jax_0_6(tmp_path):
+    assert _run(tmp_path, "jax060-cpu", None, PVARY).raw == "pass"
+    seeded = _run(tmp_path, "jax060-cpu", "no_pvary", PVARY)
+    assert seeded.raw == "fail" and "linearized function called on tangent values" in (seeded.message or "")
+
+
+def test_stripping_the_host_attribute_makes_compute_on_fail(tmp_path):
+    assert _run(tmp_path, "jax0102-cpu", None, HOST).raw == "pass"
+    seeded = _run(tmp_path, "jax0102-cpu", "strip_host_attr", HOST)
+    assert seeded.raw == "fail" and "_xla_compute_type" in (seeded.message or "")

@@ -246,7 +246,8 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
         done = results.with_name(results.name + ".done.json")
         done.write_text(json.dumps(list(skip)))
         argv += ["--seams-done", str(done)]
-    if not any(a == "suites" or a.startswith(("suites/", "suites:")) for a in pytest_args):
+    # Run the suites unless the caller named what to run (a path or node id inside this checkout).
+    if not any(not a.startswith("-") and (REPO / a.split("::")[0]).exists() for a in pytest_args):
         argv.append("suites")
     return argv + list(pytest_args)
 

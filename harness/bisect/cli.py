@@ -132,6 +132,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError(f"bound is not a PEP 440 version: {exc}") from None
     if good == bad:
         raise UserError(f"--good and --bad are the same version ({good})")
+    if bad < good:
+        raise UserError(f"--good {good} is newer than --bad {bad}: keep --good the older bound "
+                        "(to find where something got fixed, add --regress pass)")
     package = canonicalize_name(args.package)
     held = _held(args.held)
     versions = list_versions(package, args.index_url, tuple(args.find_links), pre=args.pre)
@@ -141,8 +144,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         if bound not in versions:
             raise UserError(f"{name} {bound}: {package} {bound} is not a release on the index; nearest: {nearest(versions, bound) or 'none'}")
     span = between(versions, good, bad)
-    if bad < good:
-        span = list(reversed(span))  # bisecting a fix written as good=new, bad=old is allowed
     n_between = len(span) - 2
     base = _base_cell(args)
     args.out.mkdir(parents=True, exist_ok=True)

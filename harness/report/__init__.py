@@ -52,16 +52,15 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     expectations_path = expectations_path or DEFAULT_PATH
     expectations = load_expectations(expectations_path)
     missing = [p for p in paths if not Path(p).exists()]
-    for p in missing:
-        console.print(f"error: {p}: no such results file")
     cells, errors = read_many([p for p in paths if Path(p).exists()])
     errors = [f"{p}: no such results file" for p in missing] + errors
-    for e in errors[len(missing):]:
+    if not cells:  # nothing to merge: the reason is the whole answer, on one line
+        more = f" (and {len(errors) - 1} more unreadable)" if len(errors) > 1 else ""
+        raise UserError((errors[0] if errors else "no results files given") + more)
+    for e in errors:  # the other files still merge; each bad one is named
         console.print(f"error: {e}")
     cells, dupes = _latest_per_cell(cells)
     errors += dupes
-    if not cells:
-        raise UserError("no readable results files; nothing to report" + (f" ({len(errors)} unreadable)" if errors else ""))
     apply_expectations(cells, expectations)
     report = build_report(cells, errors, str(expectations_path))
     out_dir.mkdir(parents=True, exist_ok=True)

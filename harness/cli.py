@@ -176,8 +176,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps([c.describe() for c in m.cells], indent=1))
     elif args.format == "github":
-        print(json.dumps({"include": [{"cell": c.name, "device": c.device,
-                                       "runs-on": c.runs_on or {"cpu": "ubuntu-latest"}.get(c.device, f"{c.device}-runner")}
+        from harness.devices import RUNNERS
+
+        print(json.dumps({"include": [{"cell": c.name, "device": c.device, "runs-on": c.runs_on or RUNNERS[c.device]}
                                       for c in m.cells]}))
     else:
         for c in m.cells:

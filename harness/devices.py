@@ -15,6 +15,8 @@ EXTRAS = {
     "gpu": {"jax": "cuda12"},
     "tpu": {"jax": "tpu", "torch-xla": "tpu"},
 }
+# GitHub Actions runner labels per device type, unless a cell names its own (`runs_on`).
+RUNNERS = {"cpu": "ubuntu-latest", "gpu": ["self-hosted", "gpu"], "tpu": ["self-hosted", "tpu"]}
 # PJRT_DEVICE selects torch_xla's backend; JAX picks its platform itself.
 PJRT = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}
 

@@ -1,0 +1,102 @@
+"""The catalogue of malformed inputs: each is one line on stderr naming what and where, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARD = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
+GOOD_CELL_START = json.dumps({"$report_type": "CellStart", "schema_version": 1, "cell": "a-cpu", "device": "cpu",
+                              "pins": {"jax": "0.6.0"}})
+
+
+def _files(tmp: Path) -> dict[str, Path]:
+    f = {}
+
+    def w(name: str, text: str) -> None:
+        f[name] = tmp / name
+        f[name].write_text(text)
+
+    w("syntax.yaml", "stacks: {a: {pins: {jax: 0.6.0}}\n")
+    w("unknown_top.yaml", "stackz: {}\n")
+    w("unknown_cell_key.yaml", "include:\n  - {name: a-cpu, pins: {jax: 0.6.0}, pinz: 1}\n")
+    w("bad_version.yaml", "include:\n  - {name: a-cpu, pins: {jax: banana}}\n")
+    w("xla_no_torch.yaml", "include:\n  - {name: a-cpu, pins: {torch_xla: 2.9.0}}\n")
+    w("dup.yaml", "include:\n  - {name: a-cpu, pins: {jax: 0.6.0}}\n  - {name: a-cpu, pins: {jax: 0.6.1}}\n")
+    w("bad_device.yaml", "include:\n  - {name: a-cpu, device: fpga, pins: {jax: 0.6.0}}\n")
+    issue = "issues:\n  - {id: x, tests: [suites/], expect: fail, link: 'https://x', reason: r, when: {jax: '%s'}}\n"
+    w("bad_spec.yaml", issue % "=>0.6")
+    w("bad_expect.yaml", issue.replace("expect: fail", "expect: sometimes") % ">=0.6")
+    w("bad_link.yaml", issue.replace("'https://x'", "'see slack'") % ">=0.6")
+    w("not_json.jsonl", "hello\nworld\n")
+    w("schema2.jsonl", GOOD_CELL_START.replace('"schema_version": 1', '"schema_version": 2') + "\n")
+    w("mid_garbage.jsonl", GOOD_CELL_START + "\n{broken\n" + json.dumps({"$report_type": "CellEnd", "complete": True, "status": "complete"}) + "\n")
+    w("report.json", "[1, 2]")
+    return f
+
+
+CASES = {
+    "yaml syntax error": (["matrix", "--matrix", "{syntax.yaml}"], "syntax.yaml:2: YAML syntax error"),
+    "unknown top-level key": (["matrix", "--matrix", "{unknown_top.yaml}"], "unknown_top.yaml:1: unknown key 'stackz'"),
+    "unknown cell key": (["matrix", "--matrix", "{unknown_cell_key.yaml}"], "unknown_cell_key.yaml:2: unknown key 'pinz'"),
+    "version not PEP 440": (["matrix", "--matrix", "{bad_version.yaml}"], "bad_version.yaml:2: jax: 'banana' is not a PEP 440 version"),
+    "torch_xla without its torch": (["matrix", "--matrix", "{xla_no_torch.yaml}"], "needs torch==2.9.0 exactly"),
+    "duplicate cell name": (["matrix", "--matrix", "{dup.yaml}"], "duplicate cell name 'a-cpu'"),
+    "unknown device": (["matrix", "--matrix", "{bad_device.yaml}"], "device 'fpga' is not one of cpu, gpu, tpu"),
+    "unknown cell on the command line": (["run", "--cell", "jax060-fpu"], "unknown cell 'jax060-fpu'"),
+    "missing matrix file": (["matrix", "--matrix", "{nowhere}/m.yaml"], "m.yaml: no such matrix file"),
+    "bad known-issue specifier": (["validate", "{bad_spec.yaml}"], "bad_spec.yaml:2: jax: '=>0.6' is not a PEP 440 specifier"),
+    "bad expect value": (["validate", "{bad_expect.yaml}"], "expect 'sometimes' is not a failing outcome"),
+    "known-issue link not https": (["validate", "{bad_link.yaml}"], "link must be an https:// upstream URL"),
+    "missing results file": (["report", "{nowhere}/x.jsonl", "--out", "{out}"], "x.jsonl: no such results file"),
+    "results not JSON": (["report", "{not_json.jsonl}", "--out", "{out}"], "not_json.jsonl:1: not JSON"),
+    "results with a wrong schema version": (["report", "{schema2.jsonl}", "--out", "{out}"], "schema2.jsonl:1: bad CellStart record"),
+    "results truncated in the middle": (["report", "{mid_garbage.jsonl}", "--out", "{out}"], "mid_garbage.jsonl:2: not JSON"),
+    "diff of something that is not a report": (["diff", "{report.json}", "{report.json}"], "report.json:1: not a schema-1 report.json"),
+    "bisect unknown test id": (["bisect", "suites/nope.py::test_x", "--package", "jax", "--good", "0.5.3", "--bad", "0.6.0"], "unknown test id 'suites/nope.py::test_x'"),
+    "bisect bounds out of order": (["bisect", SHARD, "--package", "jax", "--good", "0.7.2", "--bad", "0.5.3"], "--good 0.7.2 is newer than --bad 0.5.3"),
+    "bisect bad regress mode": (["bisect", SHARD, "--package", "jax", "--good", "0.5.3", "--bad", "0.6.0", "--regress", "sometimes"], "--regress 'sometimes'"),
+    "bisect malformed --with": (["bisect", SHARD, "--package", "jax", "--good", "0.5.3", "--bad", "0.6.0", "--with", "torch"], "--with 'torch': write PACKAGE==VERSION"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_is_one_line_exit_2(name, tmp_path):
+    files = _files(tmp_path)
+    args, expected = CASES[name]
+    subst = {**{k: str(v) for k, v in files.items()}, "nowhere": str(tmp_path / "nowhere"), "out": str(tmp_path / "out")}
+    argv = []
+    for a in args:
+        for key, value in subst.items():
+            a = a.replace("{" + key + "}", value)
+        argv.append(a)
+    proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert expected in lines[0], lines[0]
+
+
+def test_unknown_subcommand_and_option_are_argparse_usage_errors():
+    for argv in (["frobnicate"], ["run", "--frob"]):
+        proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=REPO, capture_output=True, text=True)
+        assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.e2e
+def test_a_pin_missing_from_the_index_is_env_error_and_other_cells_still_run(tmp_path):
+    m = tmp_path / "m.yaml"
+    m.write_text("include:\n  - {name: nope-cpu, pins: {jax: 0.5.4}}\n  - {name: fine-cpu, pins: {jax: 0.6.0}}\n")
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out", str(tmp_path),
+                           "--no-report", "--", "tests/drills/test_slow.py", "-k", "0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    env_line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("nope-cpu: env-error"))
+    assert "no version of jax==0.5.4" in env_line
+    assert "fine-cpu: complete" in proc.stderr

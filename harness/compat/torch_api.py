@@ -64,3 +64,21 @@ def tensors_hlo(tensors: list) -> str:
     """HLO text of the graph that computes `tensors` (what torch_xla would compile)."""
     torch_xla = xla()
     return torch_xla._XLAC._get_xla_tensors_hlo(list(tensors))
+
+
+def t2j(env: Any, tensor: Any) -> Any:
+    """torch tensor -> JAX array: env.t2j_copy (torchax 0.0.5+) or torchax.tensor.t2j (0.0.4)."""
+    if hasattr(env, "t2j_copy"):
+        return env.t2j_copy(tensor)
+    from torchax import tensor as tx_tensor
+
+    return tx_tensor.t2j(tensor)
+
+
+def j2t(env: Any, array: Any) -> Any:
+    """JAX array -> torch tensor: env.j2t_copy (torchax 0.0.5+) or torchax.tensor.j2t (0.0.4)."""
+    if hasattr(env, "j2t_copy"):
+        return env.j2t_copy(array)
+    from torchax import tensor as tx_tensor
+
+    return tx_tensor.j2t(array)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.compat import require
+from harness.compat import require, torch_api
 from harness.ir import count_main_arguments
 
 try:  # collected (and listed) everywhere; skipped per case where the cell has no torch
@@ -53,7 +53,7 @@ def test_round_trip(kind, env, observe):
     import jax.numpy as jnp
 
     t = ROUND_TRIPS[kind]()
-    j = env.t2j_copy(t)
+    j = torch_api.t2j(env, t)
     observe.record(torch_dtype=str(t.dtype), jax_dtype=str(j.dtype), shape=list(j.shape),
                    x64=bool(jax.config.jax_enable_x64))
     assert isinstance(j, jax.Array)
@@ -64,7 +64,7 @@ def test_round_trip(kind, env, observe):
         expected_jax_dtype = jnp.int64 if jax.config.jax_enable_x64 else j.dtype
     assert j.dtype == expected_jax_dtype, f"{t.dtype} became {j.dtype}"
     observe.close(np.asarray(j).astype(np.float64), _np(t).astype(np.float64), rtol=0, atol=0, name="to_jax")
-    back = env.j2t_copy(j)
+    back = torch_api.j2t(env, j)
     assert back.dtype == t.dtype, f"round trip changed dtype {t.dtype} -> {back.dtype}"
     observe.close(back, t, rtol=0, atol=0, name="round_trip")
 
@@ -86,7 +86,7 @@ def test_jax_grad_through_torch_module(tx, env, observe):
     model = _model()
     x, y = _data()
     states, jfn = tx.extract_jax(model)
-    jx, jy = env.t2j_copy(x), env.t2j_copy(y)
+    jx, jy = torch_api.t2j(env, x), torch_api.t2j(env, y)
 
     def loss(states, x, y):
         return jnp.mean((jfn(states, (x,)) - y) ** 2)
@@ -113,7 +113,7 @@ def test_optax_step_matches_torch_optim(opt, tx, env, observe):
     x, y = _data()
     states, jfn = tx.extract_jax(model)
     params = {k: v for k, v in states.items()}
-    jx, jy = env.t2j_copy(x), env.t2j_copy(y)
+    jx, jy = torch_api.t2j(env, x), torch_api.t2j(env, y)
     lr = 0.1 if opt == "sgd" else 1e-2
     optimizer = optax.sgd(lr) if opt == "sgd" else optax.adam(lr, b1=0.9, b2=0.999, eps=1e-8)
 

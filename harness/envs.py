@@ -166,21 +166,27 @@ def _uv_install(cell: Cell, target: Path) -> None:
     uv = uv_executable()
     run_env = {**os.environ, "VIRTUAL_ENV": str(target)}
     run_env.pop("PYTHONPATH", None)
-    steps = [[uv, "venv", "--quiet", "--relocatable", "--python", PYTHON, str(target)]]
+    _uv(cell, [uv, "venv", "--quiet", "--relocatable", "--python", PYTHON, str(target)], run_env)
     install = [uv, "pip", "install", "--quiet", "--python", str(target / "bin" / "python")]
     if cell.index_url:
         install += ["--index-url", cell.index_url]
     for link in cell.find_links:
         install += ["--find-links", link]
-    install += ["--", *cell.requirements()]
-    steps.append(install)
-    for argv in steps:
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, env=run_env, timeout=3600)
-        except subprocess.TimeoutExpired:
-            raise EnvError(f"uv timed out after 3600 s installing {cell.name}") from None
-        if proc.returncode != 0:
-            raise EnvError(f"uv: {_one_line(proc.stderr or proc.stdout)}", (proc.stderr or "")[-4000:])
+    reqs = ["--", *cell.requirements()]
+    # Warm cache first: resolving offline from uv's cache skips the index round trips (0.2 s vs 0.9 s
+    # for a jax cell); anything not cached falls through to a normal online install.
+    if not _uv(cell, install + ["--offline"] + reqs, run_env, check=False):
+        _uv(cell, install + reqs, run_env)
+
+
+def _uv(cell: Cell, argv: list[str], env: dict[str, str], check: bool = True) -> bool:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise EnvError(f"uv timed out after 3600 s installing {cell.name}") from None
+    if proc.returncode != 0 and check:
+        raise EnvError(f"uv: {_one_line(proc.stderr or proc.stdout)}", (proc.stderr or "")[-4000:])
+    return proc.returncode == 0
 
 
 def python_for_harness() -> str:

@@ -38,3 +38,17 @@ def test_unknown_bound_fails_at_once_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "0.5.4 is not a release" in proc.stderr
     assert "nearest: 0.5.3, 0.6.0" in proc.stderr
+
+
+def test_from_report_takes_the_bad_bound_from_a_cell_and_proposes_the_good_one(tmp_path):
+    from harness.report import report_command
+    from tests.results_fixtures import case, cell_file, known_issues
+
+    files = [cell_file(tmp_path, "jax053-cpu", "0.5.3", [case(BASE, "pass")]),
+             cell_file(tmp_path, "jax060-cpu", "0.6.0", [case(BASE, "fail", "ValueError: linearized function")])]
+    report_command(files, tmp_path / "rep", known_issues(tmp_path, ""))
+    proc = _bisect(tmp_path, "--from-report", str(tmp_path / "rep" / "report.json"), "--cell", "jax060-cpu",
+                   "--case", BASE)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "good bound 0.5.3 proposed" in proc.stderr
+    assert "first bad: jax 0.6.0; last good: jax 0.5.3" in proc.stdout

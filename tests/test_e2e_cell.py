@@ -46,3 +46,23 @@ def test_jax_cell_runs_the_suites_and_records_everything(tmp_path):
     assert time.monotonic() - t < 120
     recs2 = _records(tmp_path / "results" / "jax060-cpu.jsonl")
     assert recs2[0]["started_at"] != recs[0]["started_at"], "a re-run replaces the cell's results"
+
+
+def test_real_shards_merge_into_a_report_and_diff_cleanly(tmp_path):
+    """The nightly's merge and diff steps, on results files produced by real cells."""
+    for cell in ("jax053-cpu", "jax060-cpu"):
+        subprocess.run([sys.executable, "-m", "harness", "run", "--cell", cell, "--out", str(tmp_path / cell),
+                        "--no-report", "--", "suites/shard_map"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    shards = [str(tmp_path / c / "results" / f"{c}.jsonl") for c in ("jax053-cpu", "jax060-cpu")]
+    rep = subprocess.run([sys.executable, "-m", "harness", "report", *shards, "--out", str(tmp_path / "rep")],
+                         cwd=REPO, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    doc = json.loads((tmp_path / "rep" / "report.json").read_text())
+    base = next(c for c in doc["cases"] if c["id"].endswith("test_linearize_transpose[base]"))["results"]
+    assert base["jax053-cpu"]["verdict"] == "ok"
+    assert base["jax060-cpu"]["verdict"] == "known-bug"
+    assert "jax-ml/jax/issues/28260" in base["jax060-cpu"]["expectation"]["link"]
+    report_json = str(tmp_path / "rep" / "report.json")
+    diff = subprocess.run([sys.executable, "-m", "harness", "diff", report_json, report_json], cwd=REPO,
+                          capture_output=True, text=True)
+    assert diff.returncode == 0 and "regressed: 0" in diff.stdout

@@ -139,7 +139,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     held = _held(args.held)
     versions = list_versions(package, args.index_url, tuple(args.find_links), pre=args.pre)
     if package == "jax":  # jax moves with jaxlib: only versions both have are testable pairs
-        versions = [v for v in versions if v in set(list_versions("jaxlib", args.index_url, tuple(args.find_links), args.pre))]
+        jaxlibs = set(list_versions("jaxlib", args.index_url, tuple(args.find_links), args.pre))
+        versions = [v for v in versions if v in jaxlibs]
     for bound, name in ((good, "--good"), (bad, "--bad")):
         if bound not in versions:
             raise UserError(f"{name} {bound}: {package} {bound} is not a release on the index; nearest: {nearest(versions, bound) or 'none'}")
@@ -225,9 +226,15 @@ def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
                                  f"({good_ans.raw}); check --good")
         summary["first_bad"] = None
         return summary
+    if fb_ans is None:  # the search never needed the bad bound: confirm it rather than assume it
+        fb_ans = prober.probe(outcome.first_bad)
+        if fb_ans.answer != BAD:
+            summary["conclusion"] = (f"inconclusive: the --bad bound {outcome.first_bad} answered {fb_ans.answer} "
+                                     f"({fb_ans.raw}); nothing between the bounds is bad")
+            summary["first_bad"] = None
+            return summary
     summary["first_bad"] = outcome.first_bad
     summary["first_bad_answer"] = fb_ans
     summary["ir_diff"] = ir_diff(prober.answers.get(outcome.last_good), fb_ans)
-    assumed = "" if fb_ans else " (the --bad bound, taken as given)"
-    summary["conclusion"] = (f"first bad: {package} {outcome.first_bad}{assumed}; last good: {package} {outcome.last_good}")
+    summary["conclusion"] = f"first bad: {package} {outcome.first_bad}; last good: {package} {outcome.last_good}"
     return summary

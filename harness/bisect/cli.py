@@ -159,7 +159,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if summary.get("first_bad") and prober.regress == "pass":
         summary["conclusion"] = (f"fixed in {package} {summary['first_bad']}: the first release where it passes "
                                  f"(last failing: {summary['last_good']})")
-    summary.update({"target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
+    summary.update({"regress": prober.regress, "target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
                     "script": args.script, "order": [str(v) for v in span], "n_between": n_between,
                     "probes_run": prober.runs, "cached": sum(a.cached for a in prober.answers.values()),
                     "wall_s": time.monotonic() - t0, "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})

@@ -35,6 +35,9 @@ def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell 
     out = [f"# Bisection: {summary['target']}" if markdown else f"bisection of {summary['target']}", ""]
     out.append(summary["conclusion"])
     out += ["", h("versions tested")]
+    if summary.get("regress") == "pass":
+        note = "(--regress pass: 'bad' means the test passes, 'good' that it still fails)"
+        out += ["", note] if markdown else [f"  {note}"]
     if markdown:
         out += ["", "| version | answer | outcome | detail |", "|---|---|---|---|"]
     for a in sorted(answers, key=lambda a: summary["order"].index(a.version)):

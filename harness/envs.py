@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,8 +186,3 @@ def _uv(cell: Cell, argv: list[str], env: dict[str, str], check: bool = True) ->
     if proc.returncode != 0 and check:
         raise EnvError(f"uv: {_one_line(proc.stderr or proc.stdout)}", (proc.stderr or "")[-4000:])
     return proc.returncode == 0
-
-
-def python_for_harness() -> str:
-    """The interpreter running the harness (used where a subprocess needs the harness itself)."""
-    return sys.executable

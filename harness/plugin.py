@@ -17,7 +17,7 @@ import pytest
 from pytest_reportlog.plugin import ReportLogPlugin
 
 from harness.runinfo import collect_run_info, installed_versions
-from harness.expectations import Expectation, applicable_expectations, load_expectations
+from harness.expectations import Expectation, applicable_expectations, load_expectations, normalize_versions
 from harness.verdicts import judge
 
 SCHEMA_VERSION = 1
@@ -110,7 +110,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(log, "seams-results-log")
     exp_path = config.getoption("seams_expectations", None)
     config._seams_expectations = load_expectations(Path(exp_path)) if exp_path else _default_expectations()
-    config._seams_matched: set[str] = set()
 
 
 def _default_expectations() -> list[Expectation]:
@@ -149,16 +148,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     versions = _installed_versions()
     device = config.getoption("seams_device")
     for item in items:
-        exps = applicable_expectations(config._seams_expectations, item.nodeid, versions, device)
-        item._seams_expectations = exps
-        config._seams_matched.update(e.id for e in exps)
+        item._seams_expectations = applicable_expectations(config._seams_expectations, item.nodeid, versions, device)
     # Stale = applies here, yet covers nothing collected; only meaningful for a full-suite run.
     partial = bool(config.option.keyword or config.option.markexpr or config.getoption("seams_done")
                    or any(a.rstrip("/") != "suites" for a in config.args))
     config._seams_stale = [] if partial else [
         e for e in config._seams_expectations
-        if e.applies(versions, device) and e.id not in config._seams_matched
-        and not any(e.covers(i.nodeid) for i in items)
+        if e.applies(normalize_versions(versions), device) and not any(e.covers(i.nodeid) for i in items)
     ]
 
 
@@ -207,10 +203,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.outcome = "failed"
         report.longrepr = (f"[FIXED?] expected {exp.expect} per {exp.link} ({exp.reason}), "
                            f"but it passed: a fix landed upstream - update {exp.source}")
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Nothing to add: records are written by ResultsLog (reportlog) with user_properties."""
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import time
-
 from rich.console import Console
 from rich.markup import escape
 
@@ -20,13 +17,11 @@ class CellProgress:
         self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
         self.verbose = verbose
         self._status = None
-        self._t0: dict[str, float] = {}
 
     def __call__(self, cell: str, ev: dict) -> None:
         kind = ev.get("event")
         c = self.console
         if kind == "env" and "message" not in ev:
-            self._t0[cell] = time.monotonic()
             self._set_status(f"{cell}: preparing env")
         elif kind == "env":
             c.print(f"[bold]{cell}[/]: {escape(ev['message'])}")
@@ -66,8 +61,3 @@ class CellProgress:
         if self._status is not None:
             self._status.stop()
             self._status = None
-
-
-def is_tty() -> bool:
-    """True when stderr is an interactive terminal."""
-    return sys.stderr.isatty()

@@ -192,7 +192,6 @@ def _regress(value: str) -> str:
 
 def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
     """Turn the search outcome into a conclusion, probing the bad bound only if the window is ambiguous."""
-    order = [str(v) for v in span]
     skipped = outcome.skipped_between
     summary: dict = {"last_good": outcome.last_good}
     absent_from = None

@@ -8,7 +8,6 @@ in reports and bisection, distinct from a failure.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import NoReturn
 

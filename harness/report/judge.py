@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.expectations import Expectation, applicable_expectations
+from harness.expectations import Expectation, applicable_expectations, normalize_versions
 from harness.results import CellResults
 from harness.verdicts import judge
 
@@ -23,8 +23,8 @@ def apply_expectations(cells: list[CellResults], expectations: list[Expectation]
             case.verdict, case.expectation = v, _exp_dict(exp)
         if cell.status == "env-error":
             # An env that cannot be built is a known bug if an issue says exactly that for this cell.
-            found = [e for e in expectations if e.expect == "env-error" and e.applies(
-                {k.replace("_", "-"): v for k, v in versions.items()}, cell.device)]
+            found = [e for e in expectations
+                     if e.expect == "env-error" and e.applies(normalize_versions(versions), cell.device)]
             v, exp = judge("env-error", found, cell.reason)
             cell.verdict, cell.expectation = v, _exp_dict(exp)
         elif cell.status == "skipped":

@@ -11,7 +11,10 @@ from harness.devices import EXTRAS, PJRT
 
 PYTHON = "3.11"
 # What the harness plugin needs inside every cell, besides the pins.
-RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-reportlog>=0.4", "pyyaml>=6", "packaging>=23", "numpy")
+# hypothesis: the property-based layers; pytest-xdist: parallel cases where a cell has cores to
+# spare; regex: known-issue `match` patterns with a time bound (the plugin judges in-run).
+RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-reportlog>=0.4", "pyyaml>=6", "packaging>=23", "numpy",
+                        "hypothesis>=6.100", "pytest-xdist>=3.5", "regex>=2024.4")
 # Packages whose pinned version must import and report exactly that version.
 IMPORT_NAMES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "torch-xla": "torch_xla",
                 "torchax": "torchax", "flax": "flax", "optax": "optax", "libtpu": "libtpu"}

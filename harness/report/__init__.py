@@ -19,6 +19,7 @@ from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.repro import write_repros
 from harness.results import read_many
+from harness.since import render_since_markdown, since_summary
 
 MAX_REPROS = 500
 
@@ -63,12 +64,13 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     errors += dupes
     apply_expectations(cells, expectations)
     report = build_report(cells, errors, str(expectations_path))
+    report["since"] = since_summary(report)  # per case: first bad / last good along each version line
     out_dir.mkdir(parents=True, exist_ok=True)
     _atomic_write(out_dir / "report.json", json.dumps(report, indent=1, default=str))
     tmp_html = out_dir / ".report.html.tmp"
     render_html(report, tmp_html)
     os.replace(tmp_html, out_dir / "report.html")
-    _atomic_write(out_dir / "report.md", render_markdown(report))
+    _atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report["since"]))
     tmp_junit = out_dir / ".junit.xml.tmp"
     render_junit(report, tmp_junit)
     os.replace(tmp_junit, out_dir / "junit.xml")

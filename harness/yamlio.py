@@ -96,8 +96,8 @@ def load_yaml(path: Path) -> Any:
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise UserError(f"{path!r}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if len(data) > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1000} KB; is this really a matrix or known-issues file?")
     try:

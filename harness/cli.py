@@ -232,14 +232,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a full or read-only disk is not a harness bug
+        from harness.safeio import disk_error
+
+        err = disk_error(exc)
+        if err is None or os.environ.get("SEAMS_DEBUG"):
+            return _internal(exc)
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished results are on disk", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
-        if os.environ.get("SEAMS_DEBUG"):
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        return 3
+        return _internal(exc)
+
+
+def _one_line(text: str) -> str:
+    """The message as one printable line: newlines and control characters from input shown escaped."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in text)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("SEAMS_DEBUG"):
+        raise exc
+    print(f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
+          file=sys.stderr)
+    return 3

@@ -123,8 +123,10 @@ def render_since_markdown(rows: list[dict[str, Any]]) -> str:
              f"{never} ran in none (skipped or not built), {len(shown)} below.", ""]
     if shown:
         lines += ["| case | along | first bad | last good | summary |", "|---|---|---|---|---|"]
+        from harness.report.markdown import md_code, md_text
+
         for r in sorted(shown, key=lambda r: (r["package"], r["case"])):
-            along = f"{r['package']} ({r['cells'][0]}..{r['cells'][-1]})"
-            lines.append(f"| `{r['case']}` | {along} | {r['first_bad'] or '-'} | {r['last_good'] or '-'} | "
-                         f"{r['summary'].replace('|', '/')} |")
+            along = md_text(f"{r['package']} ({r['cells'][0]}..{r['cells'][-1]})")
+            lines.append(f"| {md_code(r['case'])} | {along} | {md_text(r['first_bad'] or '-')} | "
+                         f"{md_text(r['last_good'] or '-')} | {md_text(r['summary'])} |")
     return "\n".join(lines) + "\n"

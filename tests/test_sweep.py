@@ -128,7 +128,7 @@ def test_first_bad_last_good_along_the_jax_line():
     assert rows["fine"]["summary"].startswith("passes in every release tested")
     assert (rows["flaky"]["first_bad"], rows["flaky"]["last_good"]) == ("0.10.2", "0.7.2")
     md = render_since_markdown(list(rows.values()))
-    assert "## Since which release" in md and "`base`" in md and "`fine`" not in md
+    assert "## Since which release" in md and "<code>base</code>" in md and "<code>fine</code>" not in md
 
 
 def test_a_line_that_always_fails_does_not_claim_a_last_good():

@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
+    from harness.history import add_history_parser
+
+    add_history_parser(sub)
     try:
         from harness.bench import add_bench_parser
     except ImportError:

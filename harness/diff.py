@@ -10,7 +10,7 @@ from harness.errors import UserError
 from harness.report.model import iter_results
 
 GOOD = {"ok", "known-bug", "skipped"}
-BAD = {"regression", "crash", "timeout", "env-error", "incomplete"}
+BAD = {"regression", "crash", "timeout", "env-error", "incomplete", "api-drift"}
 DRIFT_FACTOR = 10.0
 
 

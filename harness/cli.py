@@ -85,9 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
+    from harness.filing import add_file_news_parser
     from harness.history import add_history_parser
 
     add_history_parser(sub)
+    add_file_news_parser(sub)
     try:
         from harness.bench import add_bench_parser
     except ImportError:
@@ -133,11 +135,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.devices import available
     from harness.envs import ensure_env
     from harness.expectations import load_expectations
+    from harness.floating import resolve_cells
     from rich.markup import escape
 
     from harness.progress import CellProgress
 
-    cells = _cells(args.matrix, args.cell, args)
+    cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     progress = CellProgress(verbose=args.verbose)
     out: Path = args.out

@@ -124,6 +124,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cells = _cells(args.matrix, args.cell)
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line before any work
+    check_writable(args.out / "results")
     progress = CellProgress(verbose=args.verbose)
     out: Path = args.out
     files = []

@@ -17,6 +17,7 @@ from harness.report.model import build_report
 from harness.repro import write_repros
 from harness.results import read_many
 from harness.safeio import atomic_write, disk_error, dumps_strict, ensure_dir
+from harness.since import render_since_markdown, since_summary
 
 MAX_REPROS = 500
 
@@ -42,7 +43,7 @@ def write_report_files(report: dict, out_dir: Path) -> int:
     try:
         atomic_write(out_dir / "report.json", dumps_strict(report, indent=1))
         atomic_write(out_dir / "report.html", render_html(report))
-        atomic_write(out_dir / "report.md", render_markdown(report))
+        atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report.get("since") or []))
         atomic_write(out_dir / "junit.xml", render_junit(report))
         return write_repros(report, out_dir / "repro", limit=MAX_REPROS)
     except OSError as exc:
@@ -66,6 +67,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     errors += dupes
     apply_expectations(cells, expectations)
     report = build_report(cells, errors, str(expectations_path))
+    report["since"] = since_summary(report)  # per case: first bad / last good along each version line
     n_repro = write_report_files(report, out_dir)
 
     counts = report["counts"]

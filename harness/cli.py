@@ -142,6 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line before any work
+    check_writable(args.out / "results")
     progress = CellProgress(verbose=args.verbose)
     out: Path = args.out
     files = []

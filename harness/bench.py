@@ -8,6 +8,7 @@ within the same run, since this machine's noise moves absolute numbers):
   matrix  the default CPU matrix, cold (empty env and uv caches) and warm
   bisect  the shard_map bisection over jax 0.4.38..0.10.2, cold (no probe cache) and warm
   report  render time and HTML size for a synthetic 10,000-result report
+  parallel  the default matrix warm with `run -j 1` vs the default -j, alternated in one run
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Callable
 from harness.cellrun import REPO
 from harness.errors import UserError
 
-SECTIONS = ("env", "floor", "matrix", "bisect", "report")
+SECTIONS = ("env", "floor", "matrix", "bisect", "report", "parallel")
 SHARD_MAP_BASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
 
 
@@ -142,6 +143,21 @@ def bench_matrix(repeat: int) -> dict:
     return out
 
 
+def bench_parallel(repeat: int, cells: tuple[str, ...] = ()) -> dict:
+    """Warm wall time of the default matrix (or `cells`) with -j 1 and with the default -j, side by side."""
+    base = [sys.executable, "-m", "harness", "run", *[a for c in cells for a in ("--cell", c)]]
+    with tempfile.TemporaryDirectory() as d:
+        _run([*base, "--out", d, "--no-report", "-j", "1"])  # warm every env first
+    serial, par = [], []
+    for _ in range(repeat):  # alternate, so drift on a shared machine hits both alike
+        for jobs, samples in ((["-j", "1"], serial), ([], par)):
+            with tempfile.TemporaryDirectory() as d:
+                samples.append(_timed(lambda: _run([*base, "--out", d, *jobs])))
+    s, p = _stats(serial), _stats(par)
+    ratio = p["median"] / s["median"]
+    return {"serial_s": s, "parallel_s": p, "ratio": ratio, "targets": {"ratio <= 0.6": ratio <= 0.6}}
+
+
 def bench_bisect(repeat: int) -> dict:
     """Probes and wall time of the shard_map bisection over jax 0.4.38..0.10.2."""
     argv = [sys.executable, "-m", "harness", "bisect", SHARD_MAP_BASE, "--package", "jax",
@@ -189,7 +205,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                      "command": "python -m harness bench " + " ".join(sys.argv[2:])}
     runners = {"env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
                "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
-               "report": lambda: bench_report(args.repeat)}
+               "report": lambda: bench_report(args.repeat), "parallel": lambda: bench_parallel(args.repeat)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:
@@ -225,6 +241,10 @@ def _print_table(r: dict) -> None:
         rows.append(("bisect shard_map (s)", med(b, "warm_s"), f"cold {b['cold_probe_cache_s']} s; {b.get('probes_line')}"))
     if "report" in r and "error" not in r["report"]:
         rows.append(("report 10k results (s)", med(r["report"], "render_s"), f"{r['report']['html_bytes']} bytes"))
+    if "parallel" in r and "error" not in r["parallel"]:
+        pr = r["parallel"]
+        rows.append(("default matrix, default -j (s)", med(pr, "parallel_s"),
+                     f"-j 1 {med(pr, 'serial_s')} s, ratio {pr['ratio']:.2f}"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

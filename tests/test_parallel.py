@@ -90,7 +90,8 @@ def _pytests_writing_to(root: Path) -> list[int]:
 
 
 @pytest.mark.e2e
-def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path, sig):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sum((["--cell", c] for c in CELLS), []),
                              "-j", "2", "--out", str(out), "--no-report", "--", "tests/drills/test_slow.py"],
@@ -99,9 +100,9 @@ def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path):
     while len(_pytests_writing_to(out)) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(_pytests_writing_to(out)) >= 2, "both cells' pytest should be running"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
+    assert proc.returncode != 0 and "Traceback" not in err, err
     deadline = time.monotonic() + parallel.GRACE_S + 2
     while _pytests_writing_to(out) and time.monotonic() < deadline:
         time.sleep(0.1)

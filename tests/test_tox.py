@@ -105,3 +105,37 @@ def test_tox_parallel_cells_then_one_merged_report(tmp_path):
         assert _ran(reports / "results" / f"{cell}.jsonl"), cell
         assert _records(reports / "results" / f"{cell}.jsonl")[-1]["$report_type"] == "CellEnd"
     assert _report_cells(reports / "report.json") == ["jax053-cpu", "jax060-cpu"], proc.stdout[-2000:]
+
+
+# --- what a one-cell run does to an existing report, and merging a results folder -------------
+
+def test_report_of_a_results_folder_merges_every_cell(tmp_path):
+    from tests.results_fixtures import case, cell_file
+
+    plain = "suites/x/test_x.py::test_plain"  # no known issue names it
+    res = tmp_path / "results"
+    res.mkdir()
+    cell_file(res, "jax053-cpu", "0.5.3", [case(plain, "pass")])
+    cell_file(res, "jax060-cpu", "0.6.0", [case(plain, "pass")])
+    (res / "jax060-cpu.jsonl.lock").write_text("")
+    proc = subprocess.run([sys.executable, "-m", "harness", "report", str(res), "--out", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert _report_cells(tmp_path / "report.json") == ["jax053-cpu", "jax060-cpu"]
+
+
+def test_a_run_that_replaces_a_wider_report_says_so(tmp_path):
+    from rich.console import Console
+
+    from harness.cell import Cell
+    from harness.cli import _note_replaced_report
+
+    (tmp_path / "report.json").write_text(json.dumps({"cells": [{"cell": "jax053-cpu"}, {"cell": "xla29-cpu"}]}))
+    console = Console(record=True, width=300)
+    _note_replaced_report(tmp_path, [Cell(name="jax053-cpu", device="cpu", pins={"jax": "0.5.3"})], console)
+    said = console.export_text()
+    assert "replacing" in said and "xla29-cpu" in said and "harness report" in said
+    console = Console(record=True, width=300)
+    _note_replaced_report(tmp_path, [Cell(name=n, device="cpu", pins={}) for n in ("jax053-cpu", "xla29-cpu")],
+                          console)
+    assert console.export_text() == "", "a report over the same cells is replaced silently, as before"

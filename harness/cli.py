@@ -70,7 +70,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
     p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
+    p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
+    _add_sweep_args(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("matrix", help="list the cells of matrices (names, table, json, github, tox)")
     p.add_argument("--matrix", action="append", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
+    _add_sweep_args(p)
 
     p = sub.add_parser("validate", help="validate matrix and known-issues files (exit 2 on the first error)")
     p.add_argument("files", nargs="*", type=Path)
@@ -116,9 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cells(matrix_files: list[Path] | None, names: list[str] | None):
-    from harness.matrix import catalogue, load_matrix
+def _add_sweep_args(p: argparse.ArgumentParser) -> None:
+    from harness.sweep import add_sweep_args
 
+    add_sweep_args(p)
+
+
+def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argparse.Namespace | None = None):
+    from harness.matrix import catalogue, load_matrix
+    from harness.sweep import matrix_from_args
+
+    swept = matrix_from_args(matrix_files, args) if args is not None else None
+    if swept is not None:
+        return swept.select(names) if names else list(swept.cells)
     if matrix_files:
         m = load_matrix(*matrix_files)
     elif names:
@@ -190,10 +203,11 @@ def _note_replaced_report(report_dir: Path, cells: list, console) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run cells (up to -j at once) and, unless --no-report, render the report; exit 1 on news."""
     from harness.expectations import load_expectations
-    from harness.parallel import default_jobs, run_parallel
+    from harness.parallel import cell_from_json, default_jobs, run_parallel
     from harness.progress import CellProgress, EventStream
 
-    cells = _cells(args.matrix, args.cell)
+    # A -j worker gets its cell whole from the parent (sweep cells are not in any YAML file).
+    cells = [cell_from_json(args.worker_cell)] if args.worker_cell else _cells(args.matrix, args.cell, args)
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
     if args.progress_events:
@@ -202,7 +216,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report_dir: Path = args.report_dir or args.out
     if jobs > 1 and len(cells) > 1 and not args.progress_events:
         progress = CellProgress(verbose=args.verbose, name_cells=True)
-        files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out, matrix_files=args.matrix,
+        files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out,
                                             expectations=args.expectations, timeout=args.timeout,
                                             verbose=args.verbose, pytest_args=args.pytest_args,
                                             progress=progress, weighted=args.jobs is None)
@@ -278,7 +292,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from harness.matrix import catalogue, load_matrix
 
-    m = load_matrix(*args.matrix) if args.matrix else (catalogue() if args.format == "tox" else load_matrix())
+    from harness.sweep import matrix_from_args
+
+    m = matrix_from_args(args.matrix, args)
+    if m is None:
+        m = load_matrix(*args.matrix) if args.matrix else (catalogue() if args.format == "tox" else load_matrix())
     if args.format == "names" or args.format == "tox":
         print("\n".join(m.names()))
     elif args.format == "json":
@@ -324,14 +342,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a full or read-only disk is not a harness bug
+        from harness.safeio import disk_error
+
+        err = disk_error(exc)
+        if err is None or os.environ.get("SEAMS_DEBUG"):
+            return _internal(exc)
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished results are on disk", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
-        if os.environ.get("SEAMS_DEBUG"):
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        return 3
+        return _internal(exc)
+
+
+def _one_line(text: str) -> str:
+    """The message as one printable line: newlines and control characters from input shown escaped."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in text)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("SEAMS_DEBUG"):
+        raise exc
+    print(f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
+          file=sys.stderr)
+    return 3

@@ -10,6 +10,7 @@ whatever those workers had started.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -66,12 +67,21 @@ class _Worker:
     started: float = field(default_factory=time.monotonic)
 
 
-def _worker_argv(cell: Cell, out: Path, matrix_files: Sequence[Path] | None, expectations: Path,
-                 timeout: int | None, verbose: bool, pytest_args: Sequence[str]) -> list[str]:
-    argv = [sys.executable, "-m", "harness", "run", "--cell", cell.name, "--out", str(out), "--no-report",
-            "--expectations", str(expectations), "--progress-events", "-j", "1"]
-    for m in matrix_files or ():
-        argv += ["--matrix", str(m)]
+def cell_to_json(cell: Cell) -> str:
+    """The whole cell as JSON, so a worker runs exactly the parent's cell (sweeps are in no file)."""
+    return json.dumps(dataclasses.asdict(cell))
+
+
+def cell_from_json(text: str) -> Cell:
+    """Inverse of cell_to_json."""
+    d = json.loads(text)
+    return Cell(**{**d, "extras": tuple(d["extras"]), "find_links": tuple(d["find_links"])})
+
+
+def _worker_argv(cell: Cell, out: Path, expectations: Path, timeout: int | None, verbose: bool,
+                 pytest_args: Sequence[str]) -> list[str]:
+    argv = [sys.executable, "-m", "harness", "run", "--worker-cell", cell_to_json(cell), "--out", str(out),
+            "--no-report", "--expectations", str(expectations), "--progress-events", "-j", "1"]
     if timeout is not None:
         argv += ["--timeout", str(timeout)]
     if verbose:
@@ -143,8 +153,7 @@ def _stop_all(workers: list[_Worker]) -> None:
         w.proc.wait()
 
 
-def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, matrix_files: Sequence[Path] | None,
-                 expectations: Path, timeout: int | None, verbose: bool, pytest_args: Sequence[str],
+def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None, verbose: bool, pytest_args: Sequence[str],
                  progress: CellProgress, weighted: bool) -> tuple[list[Path], list[int], list[str]]:
     """Run cells in up to `jobs` workers; returns results files and exit statuses in cell order, and errors.
 
@@ -173,8 +182,7 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, matrix_files: S
                 n = len(cells) - len(pending)
                 progress.print(f"[bold]== cell {n}/{len(cells)}: {escape(cell.name)}[/] ({escape(cell.install_line())})")
                 err = tempfile.TemporaryFile()
-                proc = subprocess.Popen(_worker_argv(cell, out, matrix_files, expectations, timeout, verbose,
-                                                     pytest_args),
+                proc = subprocess.Popen(_worker_argv(cell, out, expectations, timeout, verbose, pytest_args),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=child_env,
                                         start_new_session=True)
                 reader = threading.Thread(target=_read_events, args=(proc, cell.name, progress), daemon=True,

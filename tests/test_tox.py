@@ -139,3 +139,13 @@ def test_a_run_that_replaces_a_wider_report_says_so(tmp_path):
     _note_replaced_report(tmp_path, [Cell(name=n, device="cpu", pins={}) for n in ("jax053-cpu", "xla29-cpu")],
                           console)
     assert console.export_text() == "", "a report over the same cells is replaced silently, as before"
+
+
+def test_the_harness_cli_needs_no_pytest_on_the_host():
+    # A tox env installs the harness's own dependencies only; pytest lives in the cell envs.
+    code = ("import sys; sys.modules['pytest'] = None\n"
+            "from harness.cli import build_parser, _cells\n"
+            "args = build_parser().parse_args(['run', '--cell', 'jax053-cpu', '--', '-k', 'x'])\n"
+            "print([c.name for c in _cells(args.matrix, args.cell, args)], args.pytest_args)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0 and "['jax053-cpu'] ['-k', 'x']" in proc.stdout, proc.stderr

@@ -11,14 +11,14 @@ from __future__ import annotations
 from types import ModuleType
 from typing import NoReturn
 
-import pytest
-
 API_ABSENT = "api absent"
 NOT_IN_CELL = "not in cell"
 
 
 def api_absent(what: str) -> NoReturn:
     """Skip: this version does not have the API the scenario exercises."""
+    import pytest  # late: the harness CLI imports this module (bisect, sweeps) where pytest is absent (tox envs)
+
     pytest.skip(f"{API_ABSENT}: {what}")
 
 
@@ -33,5 +33,7 @@ def require(module: str) -> ModuleType:
 
     top = module.split(".")[0]
     if importlib.util.find_spec(top) is None:
+        import pytest
+
         pytest.skip(f"{NOT_IN_CELL}: {top} is not installed in this cell")
     return importlib.import_module(module)

@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
+    from harness.history import add_history_parser
+
+    add_history_parser(sub)
     try:
         from harness.bench import add_bench_parser
     except ImportError:
@@ -313,7 +316,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate matrices and known-issues files (every matrices/ file when none are named)."""
+    """Validate matrices, known-issues and API-range files (every matrices/ file when none are named)."""
+    from harness.apis import DEFAULT_PATH as DEFAULT_APIS, load_api_ranges
     from harness.expectations import load_expectations
     from harness.matrix import MATRICES_DIR, catalogue, load_matrix
     from harness.yamlio import load_yaml
@@ -321,10 +325,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not args.files:
         m = catalogue()
         exps = load_expectations(DEFAULT_EXPECTATIONS)
-        print(f"ok: {len(m.cells)} cells in {MATRICES_DIR}, {len(exps)} known issues")
+        apis = load_api_ranges(DEFAULT_APIS)
+        print(f"ok: {len(m.cells)} cells in {MATRICES_DIR}, {len(exps)} known issues, {len(apis)} API ranges")
         return 0
     for f in args.files:
-        if f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
+        files = sorted(f.glob("*.yaml")) if f.is_dir() else [f]
+        if files and all(isinstance(d := load_yaml(x), dict) and "apis" in d for x in files):
+            print(f"ok: {f}: {len(load_api_ranges(f))} API ranges")
+        elif f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
             print(f"ok: {f}: {len(load_expectations(f))} known issues")
         else:
             print(f"ok: {f}: {len(load_matrix(f).cells)} cells")

@@ -12,7 +12,7 @@ from harness.report.model import iter_results
 from harness.safeio import atomic_write, disk_error
 
 GOOD = {"ok", "known-bug", "skipped"}
-BAD = {"regression", "crash", "timeout", "env-error", "incomplete"}
+BAD = {"regression", "crash", "timeout", "env-error", "incomplete", "api-drift"}
 DRIFT_FACTOR = 10.0
 
 

@@ -8,10 +8,11 @@ from typing import Any
 from harness.outcomes import FAILING_VERDICTS, VERDICTS
 from harness.report.model import iter_results
 
-_NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete")
+_NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
 _TITLES = {"regression": "Regressions (unexpected failures)", "fixed": "Fixed upstream? (unexpected passes: update matrices/known_issues)",
            "crash": "Crashes", "timeout": "Timeouts", "env-error": "Cells that could not be built",
-           "incomplete": "Incomplete cells or tests"}
+           "incomplete": "Incomplete cells or tests",
+           "api-drift": "API drift (an API absent inside its recorded release range, or present outside it: matrices/apis/)"}
 
 
 def md_text(text: Any) -> str:
@@ -64,7 +65,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         out += [f"## {_TITLES[v]}", "", "| case | cell | outcome | detail |", "|---|---|---|---|"]
         for case_id, cell, r in sorted(by_verdict[v], key=lambda t: (t[0] or "", t[1])):
             detail = _one_line(r.get("message"))
-            if r.get("expectation"):
+            if v == "api-drift" and r.get("expectation"):
+                detail = _one_line(r["expectation"]["reason"], 400)
+            elif r.get("expectation"):
                 detail += f" (known issue {_link(r['expectation'])})"
             raw = f"{r['raw']} {r['signal']}" if r.get("signal") else r["raw"]
             out.append(f"| {md_code(case_id or '(whole cell)')} | {md_text(cell)} | {md_text(raw)} | {detail} |")

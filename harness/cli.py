@@ -110,9 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
+    from harness.filing import add_file_news_parser
     from harness.history import add_history_parser
 
     add_history_parser(sub)
+    add_file_news_parser(sub)
     try:
         from harness.bench import add_bench_parser
     except ImportError:
@@ -210,7 +212,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.progress import CellProgress, EventStream
 
     # A -j worker gets its cell whole from the parent (sweep cells are not in any YAML file).
-    cells = [cell_from_json(args.worker_cell)] if args.worker_cell else _cells(args.matrix, args.cell, args)
+    if args.worker_cell:
+        cells = [cell_from_json(args.worker_cell)]
+    else:
+        from harness.floating import resolve_cells
+
+        cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
     if args.progress_events:

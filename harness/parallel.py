@@ -75,7 +75,8 @@ def cell_to_json(cell: Cell) -> str:
 def cell_from_json(text: str) -> Cell:
     """Inverse of cell_to_json."""
     d = json.loads(text)
-    return Cell(**{**d, "extras": tuple(d["extras"]), "find_links": tuple(d["find_links"])})
+    tuples = {f.name for f in dataclasses.fields(Cell) if str(f.type).startswith("tuple")}
+    return Cell(**{k: tuple(v) if k in tuples else v for k, v in d.items()})
 
 
 def _worker_argv(cell: Cell, out: Path, expectations: Path, timeout: int | None, verbose: bool,

@@ -107,3 +107,15 @@ def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path, sig):
     while _pytests_writing_to(out) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _pytests_writing_to(out), "a cell's pytest outlived the interrupted run"
+
+
+def test_a_worker_gets_exactly_the_parents_cell():
+    import dataclasses
+
+    from harness.matrix import catalogue
+
+    cells = list(catalogue().cells)
+    cells.append(dataclasses.replace(cells[0], name="float-cpu", floating={"jax": "nightly"},
+                                     extra_index_urls=("https://example.invalid/simple",), find_links=("wheels",)))
+    for c in cells:
+        assert parallel.cell_from_json(parallel.cell_to_json(c)) == c, c.name

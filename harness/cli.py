@@ -220,6 +220,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line before any work
+    check_writable(args.out / "results")
     if args.progress_events:
         _die_with_parent()
     jobs = args.jobs or default_jobs(cells)

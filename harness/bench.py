@@ -8,7 +8,10 @@ within the same run, since this machine's noise moves absolute numbers):
   matrix  the default CPU matrix, cold (empty env and uv caches) and warm
   bisect  the shard_map bisection over jax 0.4.38..0.10.2, cold (no probe cache) and warm
   report  render time and HTML size for a synthetic 10,000-result report
-  parallel  the default matrix warm with `run -j 1` vs the default -j, alternated in one run
+  sweep   the jax release sweep (--sweep-spec, default every release 0.4.38..0.10.2) over the
+          jax-only families, cold (empty env and uv caches) once, then warm
+  parallel  warm `run -j 1` vs the default -j, alternated in one run: the default matrix, and
+          the jax sweep (--sweep-spec) over the jax-only families once
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from typing import Callable
 from harness.cellrun import REPO
 from harness.errors import UserError
 
-SECTIONS = ("env", "floor", "matrix", "bisect", "report", "parallel")
+SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep", "parallel")
+JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
+JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
 SHARD_MAP_BASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
 
 
@@ -40,6 +45,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"which to run (default: all): {', '.join(SECTIONS)}")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3; cold matrix runs once)")
     p.add_argument("--cell", default="jax060-cpu", help="cell for the env and floor sections")
+    p.add_argument("--sweep-spec", default=JAX_SWEEP, metavar="SPEC",
+                   help=f"the sweep the sweep section runs (default {JAX_SWEEP!r}; a small range to try it out)")
     p.add_argument("--json", type=Path, default=Path("reports/bench.json"), help="where to write the figures")
     p.set_defaults(handler=cmd_bench)
 
@@ -143,19 +150,52 @@ def bench_matrix(repeat: int) -> dict:
     return out
 
 
-def bench_parallel(repeat: int, cells: tuple[str, ...] = ()) -> dict:
-    """Warm wall time of the default matrix (or `cells`) with -j 1 and with the default -j, side by side."""
-    base = [sys.executable, "-m", "harness", "run", *[a for c in cells for a in ("--cell", c)]]
+def bench_parallel(repeat: int, cells: tuple[str, ...] = (), sweep_spec: str | None = None) -> dict:
+    """Warm wall time with -j 1 and with the default -j, side by side: the default matrix (or `cells`),
+    and the jax sweep over the jax-only families once each (it is long)."""
+    def side_by_side(base: list[str], tail: list[str], n: int) -> dict:
+        with tempfile.TemporaryDirectory() as d:
+            _run([*base, "--out", d, "--no-report", "-j", "1", *tail])  # warm every env first
+        serial, par = [], []
+        for _ in range(n):  # alternate, so drift on a shared machine hits both alike
+            for jobs, samples in ((["-j", "1"], serial), ([], par)):
+                with tempfile.TemporaryDirectory() as d:
+                    samples.append(_timed(lambda: _run([*base, "--out", d, *jobs, *tail])))
+        s, p = _stats(serial), _stats(par)
+        return {"serial_s": s, "parallel_s": p, "ratio": p["median"] / s["median"]}
+
+    run = [sys.executable, "-m", "harness", "run"]
+    out = side_by_side([*run, *[a for c in cells for a in ("--cell", c)]], [], repeat)
+    out["targets"] = {"ratio <= 0.6": out["ratio"] <= 0.6}
+    if sweep_spec:
+        sw = side_by_side([*run, "--sweep", sweep_spec], ["--", *JAX_ONLY_SUITES], 1)
+        out["sweep"] = {"spec": sweep_spec, **sw, "targets": {"ratio <= 0.55": sw["ratio"] <= 0.55}}
+    return out
+
+
+def bench_sweep(spec: str, repeat: int) -> dict:
+    """A release sweep over the jax-only families: cold (empty env + uv caches) once, then warm."""
+    from harness.sweep import from_spec
+
+    n_cells = len(from_spec(spec).cells)
+
+    def argv(out: str) -> list[str]:
+        return [sys.executable, "-m", "harness", "run", "--sweep", spec, "--out", out, "--no-report", "--",
+                *JAX_ONLY_SUITES]
+
+    out: dict = {"spec": spec, "cells": n_cells, "suites": list(JAX_ONLY_SUITES)}
+    with tempfile.TemporaryDirectory() as envs, tempfile.TemporaryDirectory() as uvc, \
+            tempfile.TemporaryDirectory() as d:
+        out["cold_s"] = _stats([_timed(lambda: _run(argv(d), env={"SEAMS_ENVS_DIR": envs, "UV_CACHE_DIR": uvc}))])
     with tempfile.TemporaryDirectory() as d:
-        _run([*base, "--out", d, "--no-report", "-j", "1"])  # warm every env first
-    serial, par = [], []
-    for _ in range(repeat):  # alternate, so drift on a shared machine hits both alike
-        for jobs, samples in ((["-j", "1"], serial), ([], par)):
-            with tempfile.TemporaryDirectory() as d:
-                samples.append(_timed(lambda: _run([*base, "--out", d, *jobs])))
-    s, p = _stats(serial), _stats(par)
-    ratio = p["median"] / s["median"]
-    return {"serial_s": s, "parallel_s": p, "ratio": ratio, "targets": {"ratio <= 0.6": ratio <= 0.6}}
+        _run(argv(d))  # untimed: builds the sweep's envs in the shared folder if they are not there yet
+    warm = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as d:
+            warm.append(_timed(lambda: _run(argv(d))))
+    out["warm_s"] = _stats(warm)
+    out["warm_per_cell_s"] = out["warm_s"]["median"] / max(1, n_cells)
+    return out
 
 
 def bench_bisect(repeat: int) -> dict:
@@ -205,7 +245,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                      "command": "python -m harness bench " + " ".join(sys.argv[2:])}
     runners = {"env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
                "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
-               "report": lambda: bench_report(args.repeat), "parallel": lambda: bench_parallel(args.repeat)}
+               "report": lambda: bench_report(args.repeat),
+               "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat),
+               "parallel": lambda: bench_parallel(args.repeat, sweep_spec=args.sweep_spec)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:
@@ -241,10 +283,17 @@ def _print_table(r: dict) -> None:
         rows.append(("bisect shard_map (s)", med(b, "warm_s"), f"cold {b['cold_probe_cache_s']} s; {b.get('probes_line')}"))
     if "report" in r and "error" not in r["report"]:
         rows.append(("report 10k results (s)", med(r["report"], "render_s"), f"{r['report']['html_bytes']} bytes"))
+    if "sweep" in r and "error" not in r["sweep"]:
+        sw = r["sweep"]
+        rows.append((f"sweep {sw['spec']}, {sw['cells']} cells (s)", med(sw, "warm_s"), f"cold {med(sw, 'cold_s')} s"))
     if "parallel" in r and "error" not in r["parallel"]:
         pr = r["parallel"]
         rows.append(("default matrix, default -j (s)", med(pr, "parallel_s"),
                      f"-j 1 {med(pr, 'serial_s')} s, ratio {pr['ratio']:.2f}"))
+        if "sweep" in pr:
+            sp = pr["sweep"]
+            rows.append((f"sweep {sp['spec']}, default -j (s)", med(sp, "parallel_s"),
+                         f"-j 1 {med(sp, 'serial_s')} s, ratio {sp['ratio']:.2f}"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

@@ -179,10 +179,11 @@ def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
 
 
 def _falsifying_example(exc: BaseException) -> str | None:
-    """Hypothesis's "Falsifying example: ..." note (and what follows it), if the failure carries one."""
+    """Hypothesis's note naming the failing input (and what follows it), if the failure carries one."""
     notes = [str(n) for n in getattr(exc, "__notes__", None) or []]
     for i, note in enumerate(notes):
-        if note.startswith("Falsifying example"):
+        # "Falsifying example" after a search, "Failing explicit example" for an @example.
+        if note.startswith(("Falsifying example", "Falsifying explicit example", "Failing explicit example")):
             return "\n".join(notes[i:])[:2000]
     return None
 

@@ -128,3 +128,16 @@ def lower_text_on_stream(fn: Callable, stream: int, *args: Any) -> str:
         raise
     found(COMPUTE_ON_STREAM, True)
     return text
+
+
+def make_mesh_nd(shape: tuple[int, ...], names: tuple[str, ...]) -> Any:
+    """A mesh of the first prod(shape) devices with Auto axis types (see make_mesh for why not jax.make_mesh)."""
+    from jax.sharding import Mesh
+
+    n = int(np.prod(shape))
+    return Mesh(np.array(jax.devices()[:n]).reshape(shape), names)
+
+
+def mark_varying(kind: str) -> Callable:
+    """(x, axes) -> x marked varying over the manual axes, with pvary or pcast(to='varying')."""
+    return pvary() if kind == "pvary" else pcast_varying()

@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
+    from harness.filing import add_file_news_parser
+    from harness.history import add_history_parser
+
+    add_history_parser(sub)
+    add_file_news_parser(sub)
     try:
         from harness.bench import add_bench_parser
     except ImportError:
@@ -130,12 +135,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.devices import available
     from harness.envs import ensure_env
     from harness.expectations import load_expectations
+    from harness.floating import resolve_cells
     from rich.markup import escape
 
     from harness.progress import CellProgress
 
-    cells = _cells(args.matrix, args.cell, args)
+    cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line before any work
+    check_writable(args.out / "results")
     progress = CellProgress(verbose=args.verbose)
     out: Path = args.out
     files = []
@@ -221,6 +231,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"ok: {f}: {len(load_api_ranges(f))} API ranges")
         elif f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
             print(f"ok: {f}: {len(load_expectations(f))} known issues")
+        elif isinstance(doc, dict) and "sweeps" in doc:  # lists releases on the index to expand it
+            from harness.sweep import load_sweep
+
+            print(f"ok: {f}: sweep of {len(load_sweep(f).cells)} cells")
         else:
             print(f"ok: {f}: {len(load_matrix(f).cells)} cells")
     return 0

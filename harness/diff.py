@@ -44,6 +44,9 @@ def _shape_problem(doc: dict[str, Any]) -> str | None:
             return f"cells[{i}] needs a 'cell' name and a 'verdict'"
         if not isinstance(c.get("expectation"), (dict, type(None))):
             return f"cells[{i}].expectation must be an object or null"
+        pins = c.get("pins", {})
+        if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+            return f"cells[{i}].pins must map package names to version strings"
     for i, case in enumerate(cases):
         if not isinstance(case, dict) or not isinstance(case.get("id"), str) or not isinstance(case.get("results"), dict):
             return f"cases[{i}] needs an 'id' and a 'results' object"

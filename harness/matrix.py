@@ -23,7 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.cell import Cell
+from harness.cell import FLOATING, Cell
 from harness.devices import DEVICE_TYPES
 from harness.errors import UserError
 from harness.yamlio import line_of, load_yaml
@@ -98,12 +98,16 @@ def _pins(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
         if isinstance(ver, bool) or not isinstance(ver, _SCALARS):
             raise ctx.err(node, pkg, f"{pkg}: {ver!r} is not a version; write an exact release such as '0.6.0'")
         ver_s = str(ver)
+        if ver_s in FLOATING:  # resolved to an exact version at build time (harness.floating)
+            pins[canonicalize_name(pkg)] = ver_s
+            continue
         try:
             if ver_s != ver_s.strip():
                 raise InvalidVersion(ver_s)
             Version(ver_s)
         except InvalidVersion:
-            raise ctx.err(node, pkg, f"{pkg}: {ver_s!r} is not a PEP 440 version; write an exact release such as '0.6.0'") from None
+            raise ctx.err(node, pkg, f"{pkg}: {ver_s!r} is not a PEP 440 version; write an exact release such as '0.6.0' "
+                                     "(or latest / nightly)") from None
         pins[canonicalize_name(pkg)] = ver_s
     return pins
 
@@ -112,6 +116,10 @@ def _complete_pins(ctx: _Ctx, pins: dict[str, str], node: Any) -> dict[str, str]
     """jax implies the same jaxlib; torch_xla X.Y needs torch X.Y.0 exactly (pinned by the user)."""
     if "jax" in pins and "jaxlib" not in pins:
         pins = {**pins, "jaxlib": pins["jax"]}
+    if "torch-xla" in pins and pins["torch-xla"] in FLOATING:
+        if pins.get("torch") not in (None, pins["torch-xla"]):
+            raise ctx.err(node, "pins", f"torch_xla {pins['torch-xla']} brings its own torch X.Y.0; drop the torch pin")
+        return pins
     if "torch-xla" in pins:
         v = Version(pins["torch-xla"])
         want = f"{v.major}.{v.minor}.0"

@@ -32,7 +32,7 @@ from packaging.utils import canonicalize_name
 
 from harness.bisect.probe import paired_pins
 from harness.bisect.versions import list_versions
-from harness.cell import Cell
+from harness.cell import PYTHON, Cell
 from harness.errors import UserError
 from harness.matrix import DEFAULT_MATRIX, MATRICES_DIR, Matrix, _build_cell, _check_keys, _Ctx, _device
 from harness.yamlio import line_of, load_yaml
@@ -57,9 +57,9 @@ def sweep_releases(package: str, spec: SpecifierSet, index_url: str | None = Non
                    find_links: tuple[str, ...] = (), pre: bool = False) -> list[str]:
     """Releases of package on the index that satisfy spec, oldest first (jax: only those jaxlib has too)."""
     pkg = canonicalize_name(package)
-    versions = list_versions(pkg, index_url, find_links, pre=pre)
+    versions = list_versions(pkg, index_url, find_links, pre=pre, python=PYTHON)
     if pkg == "jax":
-        jaxlibs = set(list_versions("jaxlib", index_url, find_links, pre=pre))
+        jaxlibs = set(list_versions("jaxlib", index_url, find_links, pre=pre, python=PYTHON))
         versions = [v for v in versions if v in jaxlibs]
     return [str(v) for v in versions if spec.contains(v, prereleases=pre)]
 
@@ -186,7 +186,7 @@ def add_sweep_args(p) -> None:
                    help="with --sweep: hold another package at a version in every swept cell (repeatable)")
     g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
                    help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
-    g.add_argument("--pre", action="store_true", help="with --sweep: include pre-releases and .dev nightlies")
+    g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")
     g.add_argument("--index-url", help="with --sweep: list (and install) releases from this index")
 
 

@@ -63,6 +63,23 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+_OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+         yaml.BlockMappingStartToken)
+_CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+
+
+def _check_depth(text: str) -> None:
+    """Reject deep nesting from the token stream, before the (recursive, slow) composer sees it."""
+    depth = 0
+    for token in yaml.scan(text, Loader=_Loader):
+        if isinstance(token, _OPEN):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _Bad(token.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(token, _CLOSE):
+            depth -= 1
+
+
 def _check_size(node: yaml.Node) -> None:
     """Count the nodes the document expands to (aliases included) without expanding it."""
     memo: dict[int, int] = {}
@@ -97,7 +114,7 @@ def load_yaml(path: Path) -> Any:
         with open(path, "rb") as fh:
             data = fh.read(MAX_BYTES + 1)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise UserError(f"{path!r}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        raise UserError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if len(data) > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1000} KB; is this really a matrix or known-issues file?")
     try:
@@ -108,6 +125,7 @@ def load_yaml(path: Path) -> Any:
     if "\x00" in text:
         raise UserError(f"{path}:{text[:text.index(chr(0))].count(chr(10)) + 1}: contains a NUL byte: a binary file, not YAML")
     try:
+        _check_depth(text)
         loader = _Loader(text)
         try:
             node = loader.get_single_node()

@@ -73,6 +73,7 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
                                      "stale_expectations", "expectation")} for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],
         "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items,
+        "history": report.get("history"),  # set by `harness history`: a timeline per grid cell
     }
 
 

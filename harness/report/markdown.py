@@ -20,7 +20,8 @@ def md_text(text: Any) -> str:
     out = html.escape(" ".join(str(text).split()), quote=False)
     for ch in "\\`*[]|":
         out = out.replace(ch, f"&#{ord(ch)};")
-    return out
+    # Control characters (ANSI colours, NUL) shown as \xNN text, never passed through raw.
+    return "".join(ch if ch.isprintable() else f"&#92;x{ord(ch):02x}" for ch in out)
 
 
 def md_code(text: Any) -> str:

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import torch_api
+from harness.compat import api_absent, torch_api
 from harness.numerics import to_numpy
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -330,7 +330,7 @@ def test_generated_call_sequences_keep_cache_and_results_right(data, xla_inputs,
     """A sequence of calls reusing one function: each result equals JAX directly, and the cache
     grows by one exactly for inputs whose meaning is new, by none on an exact repeat."""
     if torch_api.cache_entries() is None:
-        pytest.skip("api absent: this torch_xla exposes no call_jax cache counter")
+        api_absent(torch_api.CACHE_COUNTERS[0], "no call_jax cache counter in this torch_xla")
     fn = make_probe()
     sig = data.draw(signatures.filter(lambda s: n_tensors(s) >= 1), label="first")
     seen_meaning, seen_exact, seen_equal = set(), set(), set()

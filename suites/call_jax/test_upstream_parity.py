@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import torch_api
+from harness.compat import api_absent, torch_api
 from harness.numerics import to_numpy
 from suites.call_jax.conftest import record_hlo
 
@@ -24,7 +24,7 @@ from suites.call_jax.conftest import record_hlo
 def _counter_or_skip() -> int:
     n = torch_api.cache_entries()
     if n is None:
-        pytest.skip("api absent: this torch_xla exposes no call_jax cache counter")
+        api_absent(torch_api.CACHE_COUNTERS[0], "no call_jax cache counter in this torch_xla")
     return n
 
 

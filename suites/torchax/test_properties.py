@@ -31,8 +31,7 @@ WIDE = {"float64", "int64"}
 @pytest.fixture(scope="module")
 def env():
     require("torch")
-    torchax = require("torchax")
-    return torchax.default_env()
+    return torch_api.torchax_entry("default_env")()
 
 
 @contextlib.contextmanager
@@ -136,11 +135,10 @@ def test_generated_module_grads_match_torch_autograd(kinds, width, batch, seed, 
     import jax
     import jax.numpy as jnp
 
-    torchax = require("torchax")
     model = _module(kinds, width, seed)
     gen = torch.Generator().manual_seed(seed + 10)
     x, y = torch.randn(batch, width[0], generator=gen), torch.randn(batch, 2, generator=gen)
-    states, jfn = torchax.extract_jax(model)
+    states, jfn = torch_api.torchax_entry("extract_jax")(model)
     jx, jy = torch_api.t2j(env, x), torch_api.t2j(env, y)
 
     def loss(states, x, y):

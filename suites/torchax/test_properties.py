@@ -10,6 +10,7 @@ torchax.extract_jax against torch autograd on CPU. Deterministic under the root 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +19,14 @@ from harness.compat import require, torch_api
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
+
+# The `ci` profile bounds a cell's time: no shrinking there (a failing release would spend up to
+# 5 min shrinking and hit the cell timeout); `nightly` and `dev` shrink, and their shrunk
+# examples become explicit scenarios.
+bounded = hypothesis.settings(
+    hypothesis.settings.default,
+    phases=[p for p in hypothesis.Phase if p != hypothesis.Phase.shrink]
+    if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "ci" else hypothesis.settings.default.phases)
 
 try:
     import torch
@@ -85,6 +94,7 @@ def _view(t, how: str):
     return t
 
 
+@bounded
 @hypothesis.given(dtype=st.sampled_from(DTYPES), shape=SHAPES, how=st.sampled_from(VIEWS),
                   seed=st.integers(0, 3))
 def test_generated_round_trips_are_exact(dtype, shape, how, seed, env, observe):
@@ -127,6 +137,7 @@ def _module(kinds: list, width: list, seed: int):
     return torch.nn.Sequential(*layers)
 
 
+@bounded
 @hypothesis.given(kinds=st.lists(LAYERS, min_size=1, max_size=4), width=st.lists(st.integers(1, 5), min_size=1, max_size=3),
                   batch=st.integers(1, 4), seed=st.integers(0, 3))
 def test_generated_module_grads_match_torch_autograd(kinds, width, batch, seed, env, observe):

@@ -155,7 +155,8 @@ def _stop_all(workers: list[_Worker]) -> None:
 
 
 def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None,
-                 verbose: bool, pytest_args: Sequence[str], progress: CellProgress, weighted: bool) -> tuple[list[Path], list[int], list[str]]:
+                 verbose: bool, pytest_args: Sequence[str], progress: CellProgress,
+                 weighted: bool) -> tuple[list[Path], list[int], list[str]]:
     """Run cells in up to `jobs` workers; returns results files and exit statuses in cell order, and errors.
 
     `weighted` (the default -j) also keeps the sum of running cells' weights within the cores.

@@ -138,6 +138,7 @@ def _module(kinds: list, width: list, seed: int):
 
 
 @bounded
+@hypothesis.example(kinds=["softplus"], width=[2], batch=4, seed=3)  # found on torchax 0.0.4 (xla27-cpu)
 @hypothesis.given(kinds=st.lists(LAYERS, min_size=1, max_size=4), width=st.lists(st.integers(1, 5), min_size=1, max_size=3),
                   batch=st.integers(1, 4), seed=st.integers(0, 3))
 def test_generated_module_grads_match_torch_autograd(kinds, width, batch, seed, env, observe):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -144,12 +145,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs.append(run)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    if args.no_report:
-        from harness.outcomes import FAILING_VERDICTS
+        # An env build still running in the background (uv, the version check) must not outlive
+        # the run, nor hold up the interpreter's exit: kill it (its temporary folder is removed).
+        from harness import lifeline
 
-        bad = any(r.status in ("env-error", "incomplete") or set(r.verdicts) & FAILING_VERDICTS
-                  or r.outcomes.get("crash") or r.outcomes.get("timeout") for r in runs)
-        return 1 if bad else 0
+        lifeline.kill_all()
+    if args.no_report:
+        from harness.news import news_lines
+
+        news = news_lines(files, args.expectations)
+        for line in news[:20]:
+            print(f"news: {line}", file=sys.stderr)
+        if len(news) > 20:
+            print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+        return 1 if news else 0
     from harness.report import report_command
 
     return report_command(files, out, args.expectations)
@@ -213,14 +222,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    from harness import lifeline
+
+    lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
     try:
         return int(handler(args) or 0)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted: finished results are on disk", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", 2)
+        print(f"interrupted ({signal.Signals(signum).name}): every child process was stopped; "
+              "finished results are on disk", file=sys.stderr)
+        return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         if os.environ.get("SEAMS_DEBUG"):
             raise

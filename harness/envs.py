@@ -8,7 +8,9 @@ asking for the same env build it once.
 A cached env is checked on every reuse, cheaply (a stat of each file in its manifest: the compiled
 libraries, every package `__init__.py` and the pinned dists' metadata, ~15 ms for torch_xla): a
 corrupt marker, a missing or changed file, or a vanished interpreter makes it rebuild once; if the
-rebuild fails too, the cell is an env-error saying why. Half-built `.tmp-*` folders of a killed build
+rebuild fails too, the cell is an env-error saying why. The rebuild bypasses uv's cache
+(`--no-cache`): uv hard-links envs to its cache, so a file damaged in place in an env is usually
+damaged in the cache too. Half-built `.tmp-*` folders of a killed build
 are removed. Every uv and version-check process dies with the harness (harness.lifeline).
 """
 
@@ -145,17 +147,17 @@ def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
     start = time.monotonic()
     with FileLock(str(root / f"{final.name}.lock")):
         _remove_stale_tmps(root, final.name)
-        damage = None
+        damage, fresh = None, False
         if (final / MARKER).exists() or final.exists():
             try:
                 versions = _reuse(final, cell)
                 return Env(final, final / "bin" / "python", versions, True, time.monotonic() - start)
             except _Damaged as exc:
-                damage = str(exc)
+                damage, fresh = str(exc), exc.files
                 log(f"cached env {final.name} is damaged ({damage}); rebuilding it")
                 _discard(final)
         try:
-            versions = _build(cell, root, final, log)
+            versions = _build(cell, root, final, log, fresh=fresh)
         except EnvError as exc:
             if damage:  # rebuilt once; say both what was wrong and why the rebuild failed
                 raise EnvError(f"cached env was damaged ({damage}) and rebuilding it failed: {exc.reason}",
@@ -165,7 +167,11 @@ def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
 
 
 class _Damaged(Exception):
-    """A cached env that must not be reused (one-line reason)."""
+    """A cached env that must not be reused (one-line reason); `files`: its installed files are damaged."""
+
+    def __init__(self, reason: str, files: bool = False) -> None:
+        super().__init__(reason)
+        self.files = files
 
 
 def _reuse(final: Path, cell: Cell) -> dict[str, str]:
@@ -189,13 +195,13 @@ def _reuse(final: Path, cell: Cell) -> dict[str, str]:
         try:
             versions = verify(python, cell)
         except EnvError as exc:
-            raise _Damaged(exc.reason) from None
+            raise _Damaged(exc.reason, files=True) from None
         data.update(versions=versions, manifest=_manifest(final), manifest_version=MANIFEST_VERSION)
         _write_marker(final, data)
         return versions
     problem = _check_manifest(final, manifest)
     if problem:
-        raise _Damaged(problem)
+        raise _Damaged(problem, files=True)
     return versions
 
 
@@ -270,12 +276,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _build(cell: Cell, root: Path, final: Path, log: Callable[[str], None]) -> dict[str, str]:
+def _build(cell: Cell, root: Path, final: Path, log: Callable[[str], None], fresh: bool = False) -> dict[str, str]:
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         log(f"building env for {cell.name} ({len(cell.requirements())} requirements)")
-        _uv_install(cell, tmp)
+        _uv_install(cell, tmp, fresh)
         python = tmp / "bin" / "python"
         log(f"verifying versions in {cell.name}")
         versions = verify(python, cell)
@@ -288,7 +294,7 @@ def _build(cell: Cell, root: Path, final: Path, log: Callable[[str], None]) -> d
     return versions
 
 
-def _uv_install(cell: Cell, target: Path) -> None:
+def _uv_install(cell: Cell, target: Path, fresh: bool = False) -> None:
     uv = uv_executable()
     run_env = {**os.environ, "VIRTUAL_ENV": str(target)}
     run_env.pop("PYTHONPATH", None)
@@ -299,6 +305,9 @@ def _uv_install(cell: Cell, target: Path) -> None:
     for link in cell.find_links:
         install += ["--find-links", link]
     reqs = ["--", *cell.requirements()]
+    if fresh:  # after damage: fresh wheels, never what may be the damaged cache's copy
+        _uv(cell, install + ["--no-cache"] + reqs, run_env)
+        return
     # Warm cache first: resolving offline from uv's cache skips the index round trips (0.2 s vs 0.9 s
     # for a jax cell); anything not cached falls through to a normal online install.
     if not _uv(cell, install + ["--offline"] + reqs, run_env, check=False):

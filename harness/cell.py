@@ -16,6 +16,8 @@ PYTHON = "3.11"
 RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-reportlog>=0.4", "pyyaml>=6", "packaging>=23", "numpy",
                         "hypothesis>=6.100", "pytest-xdist>=3.5", "regex>=2024.4")
 # Packages whose pinned version must import and report exactly that version.
+# Pins resolved at build time (harness.floating): the newest release, the newest nightly build.
+FLOATING = ("latest", "nightly")
 IMPORT_NAMES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "torch-xla": "torch_xla",
                 "torchax": "torchax", "flax": "flax", "optax": "optax", "libtpu": "libtpu"}
 
@@ -34,6 +36,9 @@ class Cell:
     find_links: tuple[str, ...] = ()
     runs_on: str | None = None
     source: str = ""
+    floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly`, before resolving
+    extra_index_urls: tuple[str, ...] = ()  # e.g. the nightly index a `nightly` pin resolved on
+    unresolved: str = ""  # why a floating pin could not be resolved: building the env is then an env-error
 
     def requirements(self) -> list[str]:
         """Requirement strings for uv: pins (with the device's extras), extras, runtime deps."""
@@ -51,8 +56,11 @@ class Cell:
 
     def key(self) -> str:
         """Stable hash of everything that decides the env's contents (the env cache key)."""
-        blob = json.dumps({"python": PYTHON, "reqs": self.requirements(), "index_url": self.index_url,
-                           "find_links": list(self.find_links)}, sort_keys=True)
+        parts = {"python": PYTHON, "reqs": self.requirements(), "index_url": self.index_url,
+                 "find_links": list(self.find_links)}
+        if self.extra_index_urls:  # only when set, so the keys of existing envs stay as they were
+            parts["extra_index_urls"] = list(self.extra_index_urls)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def install_line(self) -> str:
@@ -60,6 +68,8 @@ class Cell:
         args = ["pip", "install"]
         if self.index_url:
             args += ["--index-url", self.index_url]
+        for url in self.extra_index_urls:
+            args += ["--extra-index-url", url]
         for link in self.find_links:
             args += ["--find-links", link]
         pinned = [r for r in self.requirements() if r not in RUNTIME_REQUIREMENTS]
@@ -71,10 +81,12 @@ class Cell:
         merged.update(pins)
         return Cell(name=name, device=self.device, pins=merged, extras=self.extras, env=dict(self.env),
                     timeout_s=self.timeout_s, index_url=self.index_url, find_links=self.find_links,
-                    runs_on=self.runs_on, source=self.source)
+                    runs_on=self.runs_on, source=self.source, floating=dict(self.floating),
+                    extra_index_urls=self.extra_index_urls)
 
     def describe(self) -> dict:
         """JSON-friendly description (CellStart record, `harness matrix` output)."""
         return {"cell": self.name, "device": self.device, "pins": self.pins, "extras": list(self.extras),
                 "env": self.run_env(), "timeout_s": self.timeout_s, "install_line": self.install_line(),
-                "runs_on": self.runs_on, "source": self.source}
+                "runs_on": self.runs_on, "source": self.source,
+                **({"floating": self.floating} if self.floating else {})}

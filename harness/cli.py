@@ -49,6 +49,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news")
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
+    _add_sweep_args(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("matrix", help="list the cells of matrices (names, table, json, github, tox)")
     p.add_argument("--matrix", action="append", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
+    _add_sweep_args(p)
 
     p = sub.add_parser("validate", help="validate matrix and known-issues files (exit 2 on the first error)")
     p.add_argument("files", nargs="*", type=Path)
@@ -84,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
+    from harness.filing import add_file_news_parser
+    from harness.history import add_history_parser
+
+    add_history_parser(sub)
+    add_file_news_parser(sub)
     try:
         from harness.bench import add_bench_parser
     except ImportError:
@@ -93,9 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cells(matrix_files: list[Path] | None, names: list[str] | None):
-    from harness.matrix import catalogue, load_matrix
+def _add_sweep_args(p: argparse.ArgumentParser) -> None:
+    from harness.sweep import add_sweep_args
 
+    add_sweep_args(p)
+
+
+def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argparse.Namespace | None = None):
+    from harness.matrix import catalogue, load_matrix
+    from harness.sweep import matrix_from_args
+
+    swept = matrix_from_args(matrix_files, args) if args is not None else None
+    if swept is not None:
+        return swept.select(names) if names else list(swept.cells)
     if matrix_files:
         m = load_matrix(*matrix_files)
     elif names:
@@ -119,12 +136,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.devices import available
     from harness.envs import ensure_env
     from harness.expectations import load_expectations
+    from harness.floating import resolve_cells
     from rich.markup import escape
 
     from harness.progress import CellProgress
 
-    cells = _cells(args.matrix, args.cell)
+    cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line before any work
+    check_writable(args.out / "results")
     progress = CellProgress(verbose=args.verbose)
     out: Path = args.out
     files = []
@@ -179,7 +201,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from harness.matrix import catalogue, load_matrix
 
-    m = load_matrix(*args.matrix) if args.matrix else (catalogue() if args.format == "tox" else load_matrix())
+    from harness.sweep import matrix_from_args
+
+    m = matrix_from_args(args.matrix, args)
+    if m is None:
+        m = load_matrix(*args.matrix) if args.matrix else (catalogue() if args.format == "tox" else load_matrix())
     if args.format == "names" or args.format == "tox":
         print("\n".join(m.names()))
     elif args.format == "json":
@@ -196,7 +222,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate matrices and known-issues files (every matrices/ file when none are named)."""
+    """Validate matrices, known-issues and API-range files (every matrices/ file when none are named)."""
+    from harness.apis import DEFAULT_PATH as DEFAULT_APIS, load_api_ranges
     from harness.expectations import load_expectations
     from harness.matrix import MATRICES_DIR, catalogue, load_matrix
     from harness.yamlio import load_yaml
@@ -204,10 +231,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not args.files:
         m = catalogue()
         exps = load_expectations(DEFAULT_EXPECTATIONS)
-        print(f"ok: {len(m.cells)} cells in {MATRICES_DIR}, {len(exps)} known issues")
+        apis = load_api_ranges(DEFAULT_APIS)
+        print(f"ok: {len(m.cells)} cells in {MATRICES_DIR}, {len(exps)} known issues, {len(apis)} API ranges")
         return 0
     for f in args.files:
-        if f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
+        files = sorted(f.glob("*.yaml")) if f.is_dir() else [f]
+        if files and all(isinstance(d := load_yaml(x), dict) and "apis" in d for x in files):
+            print(f"ok: {f}: {len(load_api_ranges(f))} API ranges")
+        elif f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
             print(f"ok: {f}: {len(load_expectations(f))} known issues")
         else:
             print(f"ok: {f}: {len(load_matrix(f).cells)} cells")
@@ -228,16 +259,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a full or read-only disk is not a harness bug
+        from harness.safeio import disk_error
+
+        err = disk_error(exc)
+        if err is None or os.environ.get("SEAMS_DEBUG"):
+            return _internal(exc)
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", 2)
         print(f"interrupted ({signal.Signals(signum).name}): every child process was stopped; "
               "finished results are on disk", file=sys.stderr)
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
-        if os.environ.get("SEAMS_DEBUG"):
-            raise
-        print(f"internal error: {type(exc).__name__}: {exc} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        return 3
+        return _internal(exc)
+
+
+def _one_line(text: str) -> str:
+    """The message as one printable line: newlines and control characters from input shown escaped."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in text)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("SEAMS_DEBUG"):
+        raise exc
+    print(f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a harness bug; rerun with SEAMS_DEBUG=1 for the traceback)",
+          file=sys.stderr)
+    return 3

@@ -7,24 +7,55 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.report.markdown import md_code
 from harness.report.model import iter_results
+from harness.safeio import atomic_write, disk_error
 
 GOOD = {"ok", "known-bug", "skipped"}
-BAD = {"regression", "crash", "timeout", "env-error", "incomplete"}
+BAD = {"regression", "crash", "timeout", "env-error", "incomplete", "api-drift"}
 DRIFT_FACTOR = 10.0
 
 
 def load_report(path: Path) -> dict[str, Any]:
     """Read a report.json, or one UserError line."""
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_bytes())
     except OSError as exc:
         raise UserError(f"{path}: cannot read report: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: nested too deeply: not a report.json written by `harness report`") from None
     except ValueError as exc:
         raise UserError(f"{path}:{getattr(exc, 'lineno', 1)}: not JSON: is this a report.json written by `harness report`?") from None
     if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "cases" not in doc:
         raise UserError(f"{path}:1: not a schema-1 report.json written by `harness report`")
+    problem = _shape_problem(doc)
+    if problem:
+        raise UserError(f"{path}: not a report.json written by `harness report`: {problem}")
     return doc
+
+
+def _shape_problem(doc: dict[str, Any]) -> str | None:
+    """What is wrong with the parts of a report the diff reads, or None."""
+    cells, cases = doc.get("cells", []), doc["cases"]
+    if not isinstance(cells, list) or not isinstance(cases, list):
+        return "'cells' and 'cases' must be lists"
+    for i, c in enumerate(cells):
+        if not isinstance(c, dict) or not isinstance(c.get("cell"), str) or not isinstance(c.get("verdict"), str):
+            return f"cells[{i}] needs a 'cell' name and a 'verdict'"
+        if not isinstance(c.get("expectation"), (dict, type(None))):
+            return f"cells[{i}].expectation must be an object or null"
+        pins = c.get("pins", {})
+        if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+            return f"cells[{i}].pins must map package names to version strings"
+    for i, case in enumerate(cases):
+        if not isinstance(case, dict) or not isinstance(case.get("id"), str) or not isinstance(case.get("results"), dict):
+            return f"cases[{i}] needs an 'id' and a 'results' object"
+        for cell, r in case["results"].items():
+            if not isinstance(r, dict) or not isinstance(r.get("verdict"), str):
+                return f"cases[{i}].results[{cell!r}] needs a 'verdict'"
+            if not isinstance(r.get("observations"), (dict, type(None))):
+                return f"cases[{i}].results[{cell!r}].observations must be an object or null"
+    return None
 
 
 def _index(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -34,7 +65,11 @@ def _index(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def _err(r: dict[str, Any]) -> tuple[float, float] | None:
     num = (r.get("observations") or {}).get("numerics")
     if isinstance(num, dict) and "max_abs_err" in num:
-        return float(num["max_abs_err"]), float(num.get("atol") or 0.0)
+        try:  # report.json writes nan/inf as strings (strict JSON); float() reads them back
+            err, atol = float(num["max_abs_err"]), float(num.get("atol") or 0.0)
+        except (TypeError, ValueError):
+            return None
+        return (err, atol) if err == err else None  # NaN compares with nothing: not drift, the verdict says it
     return None
 
 
@@ -66,6 +101,11 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[dict[str
     return out
 
 
+def _printable(text: str) -> str:
+    """One terminal line: control characters (ANSI escapes, newlines) shown as \\xNN, not obeyed."""
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+
+
 def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False) -> str:
     """Terminal text or Markdown for a comparison."""
     lines = ["# Report diff", ""] if markdown else []
@@ -75,10 +115,11 @@ def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False
         for r in rows:
             extra = f" (max abs err {r['old_err']:.3g} -> {r['new_err']:.3g}, atol {r['atol']:.3g})" if cat == "drift" else ""
             item = f"{r['case']} @ {r['cell']}: {r['old']} -> {r['new']}{extra}"
-            lines.append(f"- `{item}`" if markdown else f"  {item}")
+            lines.append(f"- {md_code(item)}" if markdown else f"  {_printable(item)}")
         if markdown:
             lines.append("")
-    return "\n".join(lines) + "\n"
+    # Input strings may hold lone surrogates (valid JSON escapes): never let printing them fail.
+    return ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def diff_command(old: Path, new: Path, markdown_out: Path | None = None) -> int:
@@ -87,7 +128,10 @@ def diff_command(old: Path, new: Path, markdown_out: Path | None = None) -> int:
     changes = compare(load_report(old), new_doc)
     print(render_text(changes), end="")
     if markdown_out is not None:
-        Path(markdown_out).write_text(render_text(changes, markdown=True))
+        try:
+            atomic_write(Path(markdown_out), render_text(changes, markdown=True))
+        except OSError as exc:
+            raise disk_error(exc, any_errno=True) from None
     # A cut-short run can look like "nothing changed" (its missing cases are merely gone): never green.
     cut = [c for c in new_doc.get("cells", []) if isinstance(c, dict) and c.get("status") == "incomplete"]
     for c in cut:

@@ -141,6 +141,8 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
 
 def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
     """Return the cell's env, building and verifying it first if it is not cached or is damaged."""
+    if cell.unresolved:  # a floating pin (latest/nightly) that did not resolve: harness.floating
+        raise EnvError(cell.unresolved)
     root = envs_root()
     root.mkdir(parents=True, exist_ok=True)
     final = env_dir(cell)
@@ -302,6 +304,8 @@ def _uv_install(cell: Cell, target: Path, fresh: bool = False) -> None:
     install = [uv, "pip", "install", "--quiet", "--python", str(target / "bin" / "python")]
     if cell.index_url:
         install += ["--index-url", cell.index_url]
+    for url in cell.extra_index_urls:  # a `nightly` pin's index (harness.floating)
+        install += ["--extra-index-url", url]
     for link in cell.find_links:
         install += ["--find-links", link]
     reqs = ["--", *cell.requirements()]

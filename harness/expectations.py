@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -11,6 +10,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from harness.devices import DEVICE_TYPES
 from harness.errors import UserError
 from harness.outcomes import RAW_OUTCOMES
 from harness.yamlio import line_of, load_yaml
@@ -19,6 +19,14 @@ from harness.yamlio import line_of, load_yaml
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "matrices" / "known_issues"
 _KEYS = {"id", "tests", "when", "devices", "expect", "match", "link", "reason"}
 _BOUNDARY = ("/", ":", "[", "-", "]")
+# A `match` regex gets this long per message: a pattern that backtracks catastrophically on some
+# message must not hang a run. Past it the message counts as not matching: news, never green.
+MATCH_TIMEOUT_S = 0.5
+
+try:  # the `regex` package bounds a search's time; every cell env installs it (cell.RUNTIME_REQUIREMENTS)
+    import regex as _rx
+except ImportError:  # a hand-made env: no bound, but a hang still ends at the test's timeout (news)
+    import re as _rx
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,14 @@ class Expectation:
 
     def message_matches(self, message: str | None) -> bool:
         """True if there is no `match` regex, or it is found in the failure message."""
-        return self.match is None or bool(re.search(self.match, message or ""))
+        if self.match is None:
+            return True
+        try:
+            if _rx.__name__ == "regex":
+                return bool(_rx.search(self.match, message or "", timeout=MATCH_TIMEOUT_S))
+            return bool(_rx.search(self.match, message or ""))
+        except TimeoutError:
+            return False
 
 
 def normalize_versions(versions: Mapping[str, str | None]) -> dict[str, str | None]:
@@ -77,47 +92,80 @@ def _fail(path: Path, node: Any, key: str | None, msg: str) -> UserError:
     return UserError(f"{path}:{line_of(node, key)}: {msg}")
 
 
+def _has_control(text: str) -> bool:
+    return any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
+
+
+def _text(path: Path, raw: dict, key: str) -> str:
+    """raw[key] must be a non-empty string; the id and link also without control characters."""
+    value = raw[key]
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(path, raw, key, f"{key!r} must be a non-empty string, not {value!r}")
+    if key != "reason" and _has_control(value):
+        raise _fail(path, raw, key, f"{key!r}: {value!r} contains a control character (newline, NUL ...)")
+    return value
+
+
 def _parse_entry(path: Path, raw: Any, index: int) -> Expectation:
     if not isinstance(raw, dict):
         raise UserError(f"{path}: issues[{index}] must be a mapping with id, tests, expect, link, reason")
-    unknown = set(raw) - _KEYS
+    unknown = [k for k in raw if k not in _KEYS]
     if unknown:
-        key = sorted(unknown)[0]
+        key = unknown[0]
         raise _fail(path, raw, key, f"unknown key {key!r} in an expectation; allowed: {', '.join(sorted(_KEYS))}")
     for key in ("id", "tests", "expect", "link", "reason"):
         if key not in raw:
             raise _fail(path, raw, None, f"expectation is missing {key!r}")
+    for key in ("id", "link", "reason"):
+        _text(path, raw, key)
     tests = raw["tests"]
     if isinstance(tests, str):
         tests = [tests]
-    if not tests or not all(isinstance(t, str) and t for t in tests):
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t for t in tests):
         raise _fail(path, raw, "tests", "'tests' must be a test id or a list of test ids / id prefixes")
+    for t in tests:
+        if _has_control(t):
+            raise _fail(path, raw, "tests", f"test id {t!r} contains a control character (newline, NUL ...)")
     expect = raw["expect"]
-    if expect not in RAW_OUTCOMES or expect in ("pass", "skip"):
+    if not isinstance(expect, str) or expect not in RAW_OUTCOMES or expect in ("pass", "skip"):
         raise _fail(path, raw, "expect", f"expect {expect!r} is not a failing outcome; use one of fail, error, crash, timeout, env-error")
     when: dict[str, SpecifierSet | None] = {}
-    for pkg, spec in (raw.get("when") or {}).items():
+    when_raw = raw.get("when") or {}
+    if not isinstance(when_raw, dict):
+        raise _fail(path, raw, "when", "'when' must map package names to PEP 440 specifiers, e.g. {jax: '>=0.6.0'}")
+    for pkg, spec in when_raw.items():
+        if not isinstance(pkg, str) or not pkg or _has_control(pkg):
+            raise _fail(path, when_raw, pkg, f"when: {pkg!r} is not a package name")
         if spec == "absent":
-            when[canonicalize_name(str(pkg))] = None
+            when[canonicalize_name(pkg)] = None
             continue
         try:
-            when[canonicalize_name(str(pkg))] = SpecifierSet(str(spec))
+            if not isinstance(spec, str) or _has_control(spec):
+                raise InvalidSpecifier(repr(spec))
+            when[canonicalize_name(pkg)] = SpecifierSet(spec)
         except InvalidSpecifier:
-            raise _fail(path, raw.get("when"), pkg, f"{pkg}: {spec!r} is not a PEP 440 specifier (write e.g. '>=0.6.0,<0.10', or 'absent')") from None
+            raise _fail(path, when_raw, pkg, f"{pkg}: {spec!r} is not a PEP 440 specifier (write e.g. '>=0.6.0,<0.10', or 'absent')") from None
     devices = raw.get("devices") or ()
     if isinstance(devices, str):
         devices = (devices,)
+    if not isinstance(devices, (list, tuple)):
+        raise _fail(path, raw, "devices", f"'devices' must be a list such as [cpu, tpu], not {devices!r}")
+    for d in devices:
+        if not isinstance(d, str) or d not in DEVICE_TYPES:
+            raise _fail(path, raw, "devices", f"device {d!r} is not one of {', '.join(DEVICE_TYPES)}")
     match = raw.get("match")
     if match is not None:
+        if not isinstance(match, str):
+            raise _fail(path, raw, "match", f"match must be a regex string, not {match!r}")
         try:
-            re.compile(match)
-        except re.error as exc:
+            _rx.compile(match)
+        except (_rx.error, OverflowError, ValueError, RecursionError) as exc:
             raise _fail(path, raw, "match", f"match is not a valid regex: {exc}") from None
-    link = str(raw["link"])
-    if not (link.startswith("https://") or link == "none filed"):
+    link = raw["link"]
+    if not (link == "none filed" or (link.startswith("https://") and not any(c.isspace() for c in link))):
         raise _fail(path, raw, "link", "link must be an https:// upstream URL or the words 'none filed'")
     return Expectation(
-        id=str(raw["id"]), tests=tuple(tests), expect=expect, link=link, reason=str(raw["reason"]),
+        id=raw["id"], tests=tuple(tests), expect=expect, link=link, reason=raw["reason"],
         when=when, devices=tuple(devices), match=match, source=f"{path}:{line_of(raw)}",
     )
 

@@ -23,7 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.cell import Cell
+from harness.cell import FLOATING, Cell
 from harness.devices import DEVICE_TYPES
 from harness.errors import UserError
 from harness.yamlio import line_of, load_yaml
@@ -37,9 +37,11 @@ _STACK_KEYS = _CELL_KEYS
 _INCLUDE_KEYS = _CELL_KEYS | {"name", "device"}
 _DEFAULT_KEYS = _CELL_KEYS - {"pins"} | {"device"}
 # Names users type on a command line and tox takes as env names: no shell metacharacters.
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*$")
-_CELL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*-(cpu|gpu|tpu)$")
-_ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*\Z")
+_CELL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*-(cpu|gpu|tpu)\Z")
+_ENV_NAME_RE = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+# Scalars a YAML value may be where the harness turns it into a string (a version, a variable).
+_SCALARS = (str, int)
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,10 @@ class _Ctx:
         return UserError(f"{self.path}:{line_of(node, key)}: {msg}")
 
 
-def _check_keys(ctx: _Ctx, node: Any, allowed: set[str], what: str) -> None:
+def _check_keys(ctx: _Ctx, node: Any, allowed: set[str], what: str, at: tuple[Any, Any] = (None, None)) -> None:
+    """node must be a mapping with only allowed keys; `at` is (parent, key) to name the line of a non-mapping."""
     if not isinstance(node, dict):
-        raise ctx.err(node, None, f"{what} must be a mapping")
+        raise ctx.err(at[0] if at[0] is not None else node, at[1], f"{what} must be a mapping, not {type(node).__name__}")
     for key in node:
         if key not in allowed:
             raise ctx.err(node, key, f"unknown key {key!r} in {what}; allowed: {', '.join(sorted(allowed))}")
@@ -90,14 +93,22 @@ def _pins(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
         raise ctx.err(owner, "pins", "pins must map package names to exact versions, e.g. {jax: 0.6.0}")
     pins: dict[str, str] = {}
     for pkg, ver in node.items():
+        if not isinstance(pkg, str) or not _NAME_RE.match(pkg.replace("-", "_")):
+            raise ctx.err(node, pkg, f"{pkg!r} is not a package name")
+        if isinstance(ver, bool) or not isinstance(ver, _SCALARS):
+            raise ctx.err(node, pkg, f"{pkg}: {ver!r} is not a version; write an exact release such as '0.6.0'")
         ver_s = str(ver)
+        if ver_s in FLOATING:  # resolved to an exact version at build time (harness.floating)
+            pins[canonicalize_name(pkg)] = ver_s
+            continue
         try:
+            if ver_s != ver_s.strip():
+                raise InvalidVersion(ver_s)
             Version(ver_s)
         except InvalidVersion:
-            raise ctx.err(node, pkg, f"{pkg}: {ver_s!r} is not a PEP 440 version; write an exact release such as '0.6.0'") from None
-        if not _NAME_RE.match(str(pkg).replace("-", "_")):
-            raise ctx.err(node, pkg, f"{pkg!r} is not a package name")
-        pins[canonicalize_name(str(pkg))] = ver_s
+            raise ctx.err(node, pkg, f"{pkg}: {ver_s!r} is not a PEP 440 version; write an exact release such as '0.6.0' "
+                                     "(or latest / nightly)") from None
+        pins[canonicalize_name(pkg)] = ver_s
     return pins
 
 
@@ -105,6 +116,10 @@ def _complete_pins(ctx: _Ctx, pins: dict[str, str], node: Any) -> dict[str, str]
     """jax implies the same jaxlib; torch_xla X.Y needs torch X.Y.0 exactly (pinned by the user)."""
     if "jax" in pins and "jaxlib" not in pins:
         pins = {**pins, "jaxlib": pins["jax"]}
+    if "torch-xla" in pins and pins["torch-xla"] in FLOATING:
+        if pins.get("torch") not in (None, pins["torch-xla"]):
+            raise ctx.err(node, "pins", f"torch_xla {pins['torch-xla']} brings its own torch X.Y.0; drop the torch pin")
+        return pins
     if "torch-xla" in pins:
         v = Version(pins["torch-xla"])
         want = f"{v.major}.{v.minor}.0"
@@ -122,7 +137,18 @@ def _strings(ctx: _Ctx, node: Any, key: str, owner: Any) -> tuple[str, ...]:
         node = [node]
     if not isinstance(node, list) or not all(isinstance(x, str) for x in node):
         raise ctx.err(owner, key, f"{key} must be a list of strings")
+    for x in node:
+        _plain(ctx, x, owner, key)
     return tuple(node)
+
+
+def _plain(ctx: _Ctx, value: Any, owner: Any, key: str) -> str:
+    """A string without control characters (newlines, NUL): it ends up in command lines and file names."""
+    if not isinstance(value, str):
+        raise ctx.err(owner, key, f"{key} must be a string, not {value!r}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ctx.err(owner, key, f"{key}: {value!r} contains a control character (newline, tab, NUL ...)")
+    return value
 
 
 def _extras(ctx: _Ctx, node: Any, owner: Any) -> tuple[str, ...]:
@@ -142,21 +168,23 @@ def _env(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
         return {}
     if not isinstance(node, dict):
         raise ctx.err(owner, "env", "env must map variable names to values")
-    for k in node:
-        if not _ENV_NAME_RE.match(str(k)):
+    for k, v in node.items():
+        if not isinstance(k, str) or not _ENV_NAME_RE.match(k):
             raise ctx.err(node, k, f"env: {k!r} is not an environment variable name (A-Z, 0-9, _)")
-    return {str(k): str(v) for k, v in node.items()}
+        if isinstance(v, bool) or not isinstance(v, _SCALARS) or "\x00" in str(v):
+            raise ctx.err(node, k, f"env: {k}: {v!r} is not a string or number (quote it: '1')")
+    return {k: str(v) for k, v in node.items()}
 
 
 def _device(ctx: _Ctx, value: Any, owner: Any, key: str = "device") -> str:
-    if value not in DEVICE_TYPES:
+    if not isinstance(value, str) or value not in DEVICE_TYPES:
         raise ctx.err(owner, key, f"device {value!r} is not one of {', '.join(DEVICE_TYPES)}")
     return value
 
 
 def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) -> Cell:
     """Merge defaults then stack/include settings (later wins; pins, env merge) into a Cell."""
-    if not _CELL_NAME_RE.match(name):
+    if not isinstance(name, str) or not _CELL_NAME_RE.match(name):
         raise ctx.err(node, "name" if isinstance(node, dict) and "name" in node else None,
                       f"cell name {name!r} must be letters, digits, '_' or '.', then '-cpu', '-gpu' or '-tpu' (e.g. jax060-cpu)")
     pins: dict[str, str] = {}
@@ -173,13 +201,13 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
         find_links += _strings(ctx, part.get("find_links"), "find_links", part)
         if "timeout_s" in part:
             t = part["timeout_s"]
-            if not isinstance(t, int) or t <= 0:
+            if isinstance(t, bool) or not isinstance(t, int) or t <= 0:
                 raise ctx.err(part, "timeout_s", f"timeout_s must be a positive integer of seconds, not {t!r}")
             timeout_s = t
         if "index_url" in part:
-            index_url = str(part["index_url"])
+            index_url = _plain(ctx, part["index_url"], part, "index_url")
         if "runs_on" in part:
-            runs_on = str(part["runs_on"])
+            runs_on = _plain(ctx, part["runs_on"], part, "runs_on")
     if not pins:
         raise ctx.err(node, None, f"cell {name!r} pins nothing; add pins such as {{jax: 0.6.0}}")
     pins = _complete_pins(ctx, pins, node)
@@ -194,10 +222,10 @@ def _load_one(path: Path) -> list[Cell]:
     if not isinstance(doc, dict):
         raise UserError(f"{path}:1: a matrix must be a mapping with stacks/devices and/or include")
     _check_keys(ctx, doc, _TOP_KEYS, "the matrix")
-    if doc.get("schema", 1) != 1:
+    if doc.get("schema", 1) != 1 or isinstance(doc.get("schema"), bool):
         raise ctx.err(doc, "schema", f"schema {doc.get('schema')!r} is not supported; this harness reads schema 1")
     defaults = doc.get("defaults") or {}
-    _check_keys(ctx, defaults, _DEFAULT_KEYS, "defaults")
+    _check_keys(ctx, defaults, _DEFAULT_KEYS, "defaults", (doc, "defaults"))
     default_device = defaults.get("device", "cpu")
     _device(ctx, default_device, defaults)
     base = defaults  # its 'device' key is read above; _build_cell ignores it
@@ -215,13 +243,15 @@ def _load_one(path: Path) -> list[Cell]:
     if not isinstance(excludes, list):
         raise ctx.err(doc, "exclude", "exclude must be a list of {stack: ..., device: ...}")
     for ex in excludes:
-        _check_keys(ctx, ex, {"stack", "device"}, "an exclude entry")
-        if "stack" in ex and ex["stack"] not in stacks:
+        _check_keys(ctx, ex, {"stack", "device"}, "an exclude entry", (doc, "exclude"))
+        if "device" in ex:
+            _device(ctx, ex["device"], ex)
+        if "stack" in ex and (not isinstance(ex["stack"], str) or ex["stack"] not in stacks):
             raise ctx.err(ex, "stack", f"exclude names unknown stack {ex['stack']!r}; stacks: {', '.join(stacks)}")
     for sname, stack in stacks.items():
-        if not _NAME_RE.match(str(sname)):
+        if not isinstance(sname, str) or not _NAME_RE.match(sname):
             raise ctx.err(stacks, sname, f"stack name {sname!r} may hold only letters, digits, '_' and '.'")
-        _check_keys(ctx, stack, _STACK_KEYS, f"stack {sname!r}")
+        _check_keys(ctx, stack, _STACK_KEYS, f"stack {sname!r}", (stacks, sname))
         for dev in devices:
             if any(ex.get("stack", sname) == sname and ex.get("device", dev) == dev for ex in excludes):
                 continue
@@ -231,11 +261,11 @@ def _load_one(path: Path) -> list[Cell]:
     if not isinstance(includes, list):
         raise ctx.err(doc, "include", "include must be a list of cells")
     for inc in includes:
-        _check_keys(ctx, inc, _INCLUDE_KEYS, "an include entry")
+        _check_keys(ctx, inc, _INCLUDE_KEYS, "an include entry", (doc, "include"))
         if "name" not in inc:
             raise ctx.err(inc, None, "an include entry needs a name, e.g. name: xla29-cpu")
         dev = _device(ctx, inc.get("device", default_device), inc)
-        cells.append(_build_cell(ctx, str(inc["name"]), dev, [base, inc], inc))
+        cells.append(_build_cell(ctx, inc["name"], dev, [base, inc], inc))
     return cells
 
 

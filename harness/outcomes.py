@@ -13,10 +13,12 @@ VERDICTS = (
     "timeout",  # unexpected hang, killed by the watchdog
     "env-error",  # the cell could not be built or its versions did not match the pins
     "incomplete",  # the cell's results end without a closing record (killed run)
+    "api-drift",  # an API absent inside the releases that ship it, or present outside them
     "known-bug",  # failed exactly as a known upstream issue says it does
     "skipped",  # did not run here, with the reason (api absent, needs tpu, ...)
     "ok",
 )
 
 # Verdicts that make a cell run exit non-zero: news a maintainer must act on.
-FAILING_VERDICTS = frozenset({"regression", "fixed", "crash", "timeout", "env-error", "incomplete"})
+FAILING_VERDICTS = frozenset({"regression", "fixed", "crash", "timeout", "env-error", "incomplete",
+                              "api-drift"})

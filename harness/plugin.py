@@ -18,7 +18,9 @@ from pytest_reportlog.plugin import ReportLogPlugin
 
 from harness.runinfo import collect_run_info, installed_versions
 from harness.expectations import Expectation, applicable_expectations, load_expectations, normalize_versions
-from harness.verdicts import judge
+from harness.apis import OBSERVATION as APIS_OBSERVATION, default_api_ranges, load_api_ranges
+from harness.compat import reset_seen, seen_apis
+from harness.verdicts import judge_case
 
 SCHEMA_VERSION = 1
 _MESSAGE_LINES = 6
@@ -37,6 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON list of node ids already finished (exact match; deselected on resume)")
     group.addoption("--seams-pins", metavar="JSON", default=os.environ.get("SEAMS_PINS", "{}"),
                     help="the cell's pins, recorded in RunInfo")
+    group.addoption("--seams-apis", metavar="PATH", default=None,
+                    help="API release ranges judged in-run (default: $SEAMS_APIS or matrices/apis/)")
 
 
 class ResultsLog(ReportLogPlugin):
@@ -110,6 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(log, "seams-results-log")
     exp_path = config.getoption("seams_expectations", None)
     config._seams_expectations = load_expectations(Path(exp_path)) if exp_path else _default_expectations()
+    apis_path = config.getoption("seams_apis", None)
+    config._seams_api_ranges = load_api_ranges(Path(apis_path)) if apis_path else default_api_ranges()
 
 
 def _default_expectations() -> list[Expectation]:
@@ -146,6 +152,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
         items[:] = keep
     versions = _installed_versions()
+    config._seams_versions = versions
     device = config.getoption("seams_device")
     for item in items:
         item._seams_expectations = applicable_expectations(config._seams_expectations, item.nodeid, versions, device)
@@ -166,15 +173,36 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                    "nodeids": [i.nodeid for i in session.items]})
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    reset_seen()  # the API probes recorded from here on belong to this test
+
+
+def _falsifying_example(exc: BaseException) -> str | None:
+    """Hypothesis's "Falsifying example: ..." note (and what follows it), if the failure carries one."""
+    notes = [str(n) for n in getattr(exc, "__notes__", None) or []]
+    for i, note in enumerate(notes):
+        if note.startswith("Falsifying example"):
+            return "\n".join(notes[i:])[:2000]
+    return None
+
+
 def _raw_outcome(call: pytest.CallInfo) -> tuple[str, str | None, str | None]:
-    """(raw outcome, error type, first lines of the message) from the call's exception."""
+    """(raw outcome, error type, first lines of the message) from the call's exception.
+
+    A failed hypothesis property leads with its falsifying example, so the report and the repro
+    name the input that failed (the exception's own text follows it).
+    """
     if call.excinfo is None:
         return "pass", None, None
     exc = call.excinfo.value
     if call.excinfo.errisinstance(pytest.skip.Exception):
         return "skip", None, str(getattr(exc, "msg", exc))
     lines = str(exc).strip().splitlines()[:_MESSAGE_LINES]
-    message = "\n".join(lines)[:2000]
+    example = _falsifying_example(exc)
+    if example:
+        lines = [example] + lines
+    message = "\n".join(lines)[:4000]
     outcome = "fail" if call.when == "call" else "error"
     return outcome, call.excinfo.typename, message
 
@@ -189,9 +217,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "teardown" and getattr(item, "_seams_judged", "pass") != "pass":
         return  # the test already failed; one judgement per test
     item._seams_judged = raw
-    v, exp = judge(raw, getattr(item, "_seams_expectations", []), message)
+    observations = dict(getattr(item, "_seams_observations", {}) or {})
+    apis = seen_apis()
+    if apis:
+        observations[APIS_OBSERVATION] = apis
+    if call.excinfo is not None and (example := _falsifying_example(call.excinfo.value)):
+        observations["falsifying_example"] = example
+    config = item.config
+    v, exp = judge_case(raw, getattr(item, "_seams_expectations", []), message, observations,
+                        getattr(config, "_seams_versions", {}), getattr(config, "_seams_api_ranges", {}))
     record = {"raw": raw, "verdict": v, "error_type": etype, "message": message,
-              "observations": dict(getattr(item, "_seams_observations", {}) or {})}
+              "observations": observations}
     if exp is not None:
         record["expectation"] = {"id": exp.id, "expect": exp.expect, "link": exp.link, "reason": exp.reason}
     report.user_properties.append(("seams", record))
@@ -203,6 +239,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.outcome = "failed"
         report.longrepr = (f"[FIXED?] expected {exp.expect} per {exp.link} ({exp.reason}), "
                            f"but it passed: a fix landed upstream - update {exp.source}")
+    elif v == "api-drift":
+        report.outcome = "failed"
+        report.longrepr = f"[API DRIFT] {exp.reason}"
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -7,7 +7,7 @@ from rich.markup import escape
 
 _STYLE = {"ok": "green", "known-bug": "yellow", "skipped": "dim", "fixed": "bold cyan",
           "regression": "bold red", "crash": "bold magenta", "timeout": "bold magenta",
-          "env-error": "bold red", "incomplete": "bold red", "complete": "green"}
+          "env-error": "bold red", "incomplete": "bold red", "api-drift": "bold red", "complete": "green"}
 
 
 class CellProgress:

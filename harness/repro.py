@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.safeio import atomic_write, dumps_strict
 
 REPO = Path(__file__).resolve().parent.parent
 _SKIP = {"ok", "skipped"}
@@ -17,11 +18,17 @@ def test_source(nodeid: str) -> str | None:
     """The source of the test function a node id names (from this checkout), if it can be found."""
     path, _, rest = nodeid.partition("::")
     name = rest.split("[")[0].split("::")[-1]
-    try:
-        tree = ast.parse((REPO / path).read_text())
-    except (OSError, SyntaxError):
+    if not path.endswith(".py") or "\x00" in path:
         return None
-    lines = (REPO / path).read_text().splitlines()
+    file = (REPO / path).resolve()
+    if REPO not in file.parents:  # ids come from results files: read nothing outside the checkout
+        return None
+    try:
+        text = file.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    lines = text.splitlines()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == name:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
@@ -34,9 +41,22 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:150]
 
 
+def _fenced(text: str, lang: str = "") -> list[str]:
+    """A fenced block longer than any backtick run in text, so the text cannot close it."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + lang, text, fence]
+
+
+def command_line(env: dict[str, Any], argv: list[str]) -> str:
+    """A shell command line with every value quoted (shlex): spaces and `$(...)` paste safely."""
+    assigns = [f"{k}={shlex.quote(str(v))}" for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
+    return " ".join(assigns + [shlex.join(argv)])
+
+
 def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> str:
     """The repro text for one result."""
-    env = " ".join(f"{k}={v}" for k, v in (cell.get("run_env") or cell.get("env") or {}).items())
+    env = cell.get("run_env") or cell.get("env") or {}
     exp = r.get("expectation")
     out = [f"# {case_id or cell['cell']}: {r['verdict']} on {cell['cell']}", "",
            f"- raw outcome: {r['raw']}" + (f" ({r['signal']})" if r.get("signal") else ""),
@@ -44,20 +64,28 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any])
            "- versions: " + ", ".join(f"{k}=={v}" for k, v in (cell.get("versions") or cell["pins"]).items())]
     if exp:
         out.append(f"- known issue {exp['id']}: {exp['reason']} ({exp['link']})")
-    out += ["", "## Install", "", "```sh", "python3.11 -m venv venv && . venv/bin/activate",
-            cell["install_line"] + " pytest", "```", ""]
+    # The install line comes from the results file: written by the harness with shlex, but shown
+    # here only if it still is one shell-safe pip command (a tampered file gets it quoted whole).
+    install = str(cell.get("install_line") or "")
+    try:
+        words = shlex.split(install)
+    except ValueError:
+        words = []
+    install = shlex.join(words + ["pytest"]) if words[:2] == ["pip", "install"] else "# " + shlex.quote(install)
+    out += ["", "## Install", "", *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
     if case_id:
-        out += ["## Run", "", "From a clone of xla-seams:", "", "```sh",
-                f"{env} python -m pytest -p no:cacheprovider '{case_id}'".strip(),
-                f"# or, building the same env: python -m harness run --cell {cell['cell']} -- '{case_id}'", "```", ""]
+        run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
+        again = shlex.join(["python", "-m", "harness", "run", "--cell", str(cell["cell"]), "--", case_id])
+        out += ["## Run", "", "From a clone of xla-seams:", "",
+                *_fenced(f"{run}\n# or, building the same env: {again}", "sh"), ""]
         src = test_source(case_id)
         if src:
-            out += ["## The scenario", "", "```python", src, "```", ""]
+            out += ["## The scenario", "", *_fenced(src, "python"), ""]
     if r.get("message"):
-        out += ["## What happened", "", "```", r["message"], "```", ""]
+        out += ["## What happened", "", *_fenced(str(r["message"])), ""]
     obs = r.get("observations") or {}
     if obs:
-        out += ["## Observations", "", "```json", json.dumps(obs, indent=1, default=str)[:20000], "```", ""]
+        out += ["## Observations", "", *_fenced(dumps_strict(obs, indent=1)[:20000], "json"), ""]
     return "\n".join(out)
 
 
@@ -74,6 +102,6 @@ def write_repros(report: dict[str, Any], out_dir: Path, limit: int = 500) -> int
         if n >= limit:
             break
         name = f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md"
-        (out_dir / name).write_text(repro_markdown(case_id, cells[cell], r), encoding="utf-8")
+        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r))
         n += 1
     return n

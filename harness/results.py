@@ -22,11 +22,14 @@ from typing import Any, Iterable
 import jsonschema
 
 from harness.errors import UserError
+from harness.outcomes import RAW_OUTCOMES as _RAW
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "results-v1.json"
 SCHEMA_VERSION = 1
 WHOLE_CELL = "(whole cell)"  # the case id of what concerns a cell as a whole (also the diff's key)
 _MESSAGE_LINES = 6
+# Records are flat but for observations; anything nested deeper is not ours (and would blow the stack).
+MAX_DEPTH = 32
 
 
 @dataclass
@@ -91,6 +94,10 @@ def _check(path: Path, lineno: int, rec: Any) -> str:
     if not isinstance(rec, dict) or "$report_type" not in rec:
         raise UserError(f"{path}:{lineno}: not a results record (a JSON object with '$report_type')")
     kind = rec["$report_type"]
+    if not isinstance(kind, str):
+        raise UserError(f"{path}:{lineno}: '$report_type' must be a string, not {kind!r}")
+    if _too_deep(rec):
+        raise UserError(f"{path}:{lineno}: nested deeper than {MAX_DEPTH} levels: not a results record")
     if kind == "TestStart":  # the most frequent record: checked by hand, cheaply
         if not isinstance(rec.get("nodeid"), str):
             raise UserError(f"{path}:{lineno}: TestStart without a nodeid")
@@ -98,6 +105,7 @@ def _check(path: Path, lineno: int, rec: Any) -> str:
     if kind == "TestReport":
         if not isinstance(rec.get("nodeid"), str) or rec.get("when") not in ("setup", "call", "teardown"):
             raise UserError(f"{path}:{lineno}: TestReport without nodeid/when")
+        _check_report(path, lineno, rec)
         return kind
     validator = _validators().get(kind)
     if validator is None:
@@ -109,13 +117,60 @@ def _check(path: Path, lineno: int, rec: Any) -> str:
     return kind
 
 
+def _too_deep(rec: Any) -> bool:
+    """True if rec nests containers deeper than MAX_DEPTH (checked without recursion)."""
+    stack = [(rec, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return False
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_report(path: Path, lineno: int, rec: dict[str, Any]) -> None:
+    """The fields of a TestReport the reader uses: duration and the harness's `seams` property."""
+    bad = f"{path}:{lineno}: bad TestReport record"
+    if "duration" in rec and rec["duration"] is not None and not _number(rec["duration"]):
+        raise UserError(f"{bad}: duration must be a number of seconds, not {rec['duration']!r}")
+    props = rec.get("user_properties") or []
+    if not isinstance(props, list):
+        raise UserError(f"{bad}: user_properties must be a list of [name, value] pairs")
+    for prop in props:
+        if not isinstance(prop, list) or len(prop) != 2 or not isinstance(prop[0], str):
+            raise UserError(f"{bad}: user_properties must be a list of [name, value] pairs, found {str(prop)[:60]}")
+        if prop[0] != "seams":
+            continue
+        value = prop[1]
+        if not isinstance(value, dict) or value.get("raw") not in _RAW:
+            raise UserError(f"{bad}: the seams property needs a raw outcome, one of {', '.join(_RAW)}")
+        for key in ("message", "error_type"):
+            if value.get(key) is not None and not isinstance(value[key], str):
+                raise UserError(f"{bad}: seams.{key} must be a string or null")
+        if value.get("observations") is not None and not isinstance(value["observations"], dict):
+            raise UserError(f"{bad}: seams.observations must be an object")
+
+
+def _check_versions(path: Path, lineno: int, rec: dict[str, Any]) -> None:
+    versions = rec.get("versions")
+    if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in versions.items()):
+        raise UserError(f"{path}:{lineno}: bad RunInfo record: versions must map package names to version strings or null")
+
+
 def read_results(path: Path) -> CellResults:
     """Parse one cell's results file; raises UserError (one line, file:line) if it is malformed."""
     path = Path(path)
     try:
         data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read results: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise UserError(f"{path}: cannot read results: {getattr(exc, 'strerror', None) or exc}") from None
     lines = data.split(b"\n")
     truncated = False
     if lines and lines[-1] == b"":
@@ -128,6 +183,8 @@ def read_results(path: Path) -> CellResults:
     for i, raw_line in enumerate(lines, 1):
         try:
             rec = json.loads(raw_line)
+        except RecursionError:
+            raise UserError(f"{path}:{i}: nested too deeply to be a results record") from None
         except ValueError:
             if i == len(lines) and not data.endswith(b"\n"):
                 truncated = True  # a run killed mid-write: keep what came before
@@ -144,6 +201,7 @@ def read_results(path: Path) -> CellResults:
         if kind == "CellStart":
             raise UserError(f"{path}:{i}: a second CellStart: two runs were written into one file")
         if kind == "RunInfo" and not res.run_info:
+            _check_versions(path, i, rec)
             res.run_info = rec
         elif kind == "Collected" and collected is None:
             # The first one lists the whole selection; a resumed pytest lists only what was left.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,81 @@ def test_a_pin_missing_from_the_index_is_env_error_and_other_cells_still_run(tmp
     env_line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("nope-cpu: env-error"))
     assert "no version of jax==0.5.4" in env_line
     assert "fine-cpu: complete" in proc.stderr
+
+
+# --- the catalogue (tests/malformed_inputs.py): every entry in-process, a sample as real processes ---
+
+from tests.malformed_inputs import CATALOGUE  # noqa: E402
+
+PROCESS_SAMPLE = ["matrix: alias bomb", "matrix: not UTF-8", "matrix: name with a trailing newline",
+                  "issues: match a huge repeat", "results: nested 100000 deep", "diff: results a list",
+                  "bisect: unknown parameter", "run: --out names a file"]
+
+
+def _argv(name: str, tmp: Path) -> list[str]:
+    cmd, files, _ = CATALOGUE[name]
+    paths = []
+    for fname, data in files.items():
+        (tmp / fname).write_bytes(data)
+        paths.append(str(tmp / fname))
+    subst = {"{F}": paths[0] if paths else "", "{G}": paths[1] if len(paths) > 1 else "", "{T}": str(tmp)}
+    out = []
+    for a in cmd:
+        for key, value in subst.items():
+            a = a.replace(key, value)
+        out.append(a)
+    return out
+
+
+def _assert_one_line_exit_2(name: str, rc: int, stderr: str) -> None:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert rc == 2, (name, rc, stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), (name, stderr[-2000:])
+    assert "Traceback" not in stderr and "internal error" not in stderr
+    assert CATALOGUE[name][2] in lines[0], (name, lines[0])
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_malformed_input_is_one_line_exit_2_in_bounded_time(name, tmp_path, capsys):
+    from harness.cli import main
+
+    argv = _argv(name, tmp_path)
+    t0 = time.monotonic()
+    rc = main(argv)
+    elapsed = time.monotonic() - t0
+    _assert_one_line_exit_2(name, rc, capsys.readouterr().err)
+    assert elapsed < 10, f"{name}: {elapsed:.1f} s (bombs and huge inputs must be rejected quickly)"
+
+
+@pytest.mark.parametrize("name", PROCESS_SAMPLE)
+def test_malformed_input_in_a_real_process(name, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness", *_argv(name, tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    _assert_one_line_exit_2(name, proc.returncode, proc.stderr)
+
+
+def test_a_backtracking_match_regex_is_bounded_and_judged_news_not_green(tmp_path):
+    """A `match` that backtracks catastrophically on the message: the report ends quickly, as a regression."""
+    from harness.report import report_command
+    from tests.results_fixtures import SHARD as CASE_ID, case, cell_file, known_issues
+
+    issues = known_issues(tmp_path, f"""  - id: slow-regex
+    tests: ["{CASE_ID}"]
+    expect: fail
+    match: "^(a|a)*$"
+    link: none filed
+    reason: r
+""")
+    files = [cell_file(tmp_path, "a-cpu", "0.6.0", [case(CASE_ID, "fail", "a" * 60 + "b")])]
+    t0 = time.monotonic()
+    rc = report_command(files, tmp_path / "out", issues)
+    assert time.monotonic() - t0 < 20
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["cases"][0]["results"]["a-cpu"]["verdict"] == "regression"
+    assert rc == 1
+
+
+def test_the_catalogue_is_large_and_covers_every_command():
+    kinds = {name.split(":")[0] for name in CATALOGUE}
+    assert {"matrix", "issues", "results", "diff", "bisect", "run", "report"} <= kinds
+    assert len(CATALOGUE) >= 150

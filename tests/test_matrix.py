@@ -68,7 +68,7 @@ def test_defaults_merge_into_cells(tmp_path):
     ("include:\n  - {name: a-cpu, pins: {jax: 0.6.0}, env: {'bad name': 1}}\n", "is not an environment variable name"),
     ("schema: 2\n", "schema 2 is not supported"),
     ("stacks: {a: {pins: {jax: 0.6.0}}}\nexclude: [{stack: b}]\n", "exclude names unknown stack 'b'"),
-    ("stacks:\n  a: {pins: {jax: 0.6.0}}\n  a: {pins: {jax: 0.6.1}}\n", "duplicate key 'a' at line 3"),
+    ("stacks:\n  a: {pins: {jax: 0.6.0}}\n  a: {pins: {jax: 0.6.1}}\n", ":3: duplicate key 'a'"),
 ])
 def test_malformed_matrix_is_one_line_with_file_and_line(tmp_path, text, expected):
     msg = _error(tmp_path, text)

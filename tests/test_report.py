@@ -28,7 +28,7 @@ def _verdict(report: dict, case_id: str, cell: str) -> str:
 
 @pytest.fixture
 def two_cells(tmp_path):
-    return [cell_file(tmp_path, "jax053-cpu", "0.5.3", [case(SHARD, "pass"), case(PVARY, "skip", "api absent: pvary")]),
+    return [cell_file(tmp_path, "jax053-cpu", "0.5.3", [case(SHARD, "pass"), case(PVARY, "skip", "api absent: jax.lax.pvary")]),
             cell_file(tmp_path, "jax060-cpu", "0.6.0", [case(SHARD, "fail", "ValueError: linearized function called"),
                                                         case(PVARY, "pass")])]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
@@ -82,9 +81,9 @@ def _base_cell(args: argparse.Namespace) -> Cell:
 
 
 def _from_report(args: argparse.Namespace) -> None:
-    doc = json.loads(args.from_report.read_text()) if args.from_report.exists() else None
-    if not isinstance(doc, dict) or "cells" not in doc:
-        raise UserError(f"{args.from_report}: not a report.json written by `harness report`")
+    from harness.diff import load_report  # checks the shape: a malformed report is one line, exit 2
+
+    doc = load_report(args.from_report)
     case_id = args.case or args.test_id
     if not case_id or not args.cell:
         raise UserError("--from-report needs --cell CELL and --case TEST_ID")
@@ -101,10 +100,13 @@ def _from_report(args: argparse.Namespace) -> None:
         raise UserError(f"cell {args.cell} pins no {pkg}; pass --package")
     args.package, args.bad, args.test_id = pkg, pins[pkg], case_id
     if not args.good:
-        good = [Version(cells[name]["pins"].get(pkg) or cells[name]["pins"].get(pkg.replace("-", "_")))
-                for name, r in case["results"].items()
-                if r["verdict"] in ("ok",) and name in cells and (cells[name]["pins"].get(pkg) or cells[name]["pins"].get(pkg.replace("-", "_")))]
-        older = [v for v in good if v < Version(args.bad)]
+        try:
+            good = [Version(cells[name]["pins"].get(pkg) or cells[name]["pins"].get(pkg.replace("-", "_")))
+                    for name, r in case["results"].items()
+                    if r["verdict"] in ("ok",) and name in cells and (cells[name]["pins"].get(pkg) or cells[name]["pins"].get(pkg.replace("-", "_")))]
+            older = [v for v in good if v < Version(args.bad)]
+        except InvalidVersion as exc:
+            raise UserError(f"{args.from_report}: a cell's pins are not PEP 440 versions: {exc}") from None
         if not older:
             raise UserError(f"no cell in {args.from_report} passes {case_id} with an older {pkg}; pass --good")
         args.good = str(max(older))
@@ -126,6 +128,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         if test_source(args.test_id) is None:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "
                             "(copy an id from `pytest suites --collect-only -q`)")
+        _check_params(args.test_id)
     try:
         good, bad = Version(args.good), Version(args.bad)
     except InvalidVersion as exc:
@@ -171,6 +174,21 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if args.markdown:
         args.markdown.write_text(md)
     return 0 if summary.get("first_bad") else 1
+
+
+def _check_params(test_id: str) -> None:
+    """Reject a `[param]` the test does not declare, before any probe is built."""
+    from harness.testids import declared_ids
+
+    if "[" not in test_id:
+        return
+    ids = declared_ids(test_id)
+    param = test_id.partition("[")[2]
+    if ids is None:  # computed parameters: cannot be read without importing the suite
+        return
+    if not param.endswith("]") or param[:-1] not in ids:
+        known = ", ".join(f"[{i}]" for i in sorted(ids) if i) or "none (the test is not parametrized)"
+        raise UserError(f"unknown test id {test_id!r}: the test declares no such parameter; its parameters: {known}")
 
 
 def _regress(value: str) -> str:

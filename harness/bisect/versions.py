@@ -42,6 +42,24 @@ def _version_of(filename: str) -> Version | None:
     return None
 
 
+def _fits_python(filename: str, python: str | None) -> bool:
+    """Whether a file can install on CPython `python` (e.g. '3.11'): a wheel's tags say; sdists may."""
+    if python is None or not filename.endswith(".whl"):
+        return True
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    cp = "cp" + python.replace(".", "")
+    minor = int(python.split(".")[1])
+    for tag in tags:
+        if tag.interpreter in ("py3", "py" + python.replace(".", ""), cp):
+            return True
+        if tag.abi == "abi3" and tag.interpreter.startswith("cp3") and int(tag.interpreter[3:] or 99) <= minor:
+            return True
+    return False
+
+
 def _fetch(url: str, accept: str) -> tuple[bytes, str]:
     req = urllib.request.Request(url, headers={"Accept": accept})
     try:
@@ -56,7 +74,7 @@ def _fetch(url: str, accept: str) -> tuple[bytes, str]:
         raise UserError(f"{url}: index unreachable ({reason})") from None
 
 
-def _from_simple(index_url: str, package: str) -> set[Version]:
+def _from_simple(index_url: str, package: str, python: str | None = None) -> set[Version]:
     url = index_url.rstrip("/") + f"/{canonicalize_name(package)}/"
     if urlparse(url).scheme == "file":
         path = Path(urlparse(url).path)
@@ -79,10 +97,11 @@ def _from_simple(index_url: str, package: str) -> set[Version]:
             parser = _Links()
             parser.feed(body.decode("utf-8", "replace"))
             files = parser.files
-    return {v for name, yanked in files if not yanked and (v := _version_of(name)) is not None}
+    return {v for name, yanked in files if not yanked and _fits_python(name, python)
+            and (v := _version_of(name)) is not None}
 
 
-def _from_find_links(location: str, package: str) -> set[Version]:
+def _from_find_links(location: str, package: str, python: str | None = None) -> set[Version]:
     prefix = re.sub(r"[-_.]+", "_", package).lower()
     if urlparse(location).scheme in ("http", "https"):
         parser = _Links()
@@ -94,15 +113,16 @@ def _from_find_links(location: str, package: str) -> set[Version]:
             raise UserError(f"--find-links {location}: no such folder")
         names = [p.name for p in folder.iterdir()]
     return {v for n in names if re.sub(r"[-_.]+", "_", n).lower().startswith(prefix + "_")
-            and (v := _version_of(n)) is not None}
+            and _fits_python(n, python) and (v := _version_of(n)) is not None}
 
 
 def list_versions(package: str, index_url: str | None = None, find_links: tuple[str, ...] = (),
-                  pre: bool = False) -> list[Version]:
-    """Released versions of package, ascending (PEP 440 order); pre-releases only if asked."""
-    found = _from_simple(index_url or PYPI_SIMPLE, package)
+                  pre: bool = False, python: str | None = None) -> list[Version]:
+    """Released versions of package, ascending (PEP 440 order); pre-releases only if asked; with python
+    ('3.11'), only versions with a file that installs there."""
+    found = _from_simple(index_url or PYPI_SIMPLE, package, python)
     for loc in find_links:
-        found |= _from_find_links(loc, package)
+        found |= _from_find_links(loc, package, python)
     return sorted(v for v in found if pre or not (v.is_prerelease or v.is_devrelease))
 
 

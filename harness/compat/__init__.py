@@ -1,9 +1,12 @@
 """The one place where API moves between versions are bridged (never behaviour differences).
 
 Scenarios import what moved from here: `harness.compat.jax_api` for jax (shard_map's path,
-pvary/pcast, vma), `harness.compat.torch_api` for torch_xla / torchax. When the API a scenario
-needs does not exist in this cell, skip with `api_absent(...)`: "api absent" is its own verdict
-in reports and bisection, distinct from a failure.
+pvary/pcast, vma, compute_on), `harness.compat.torch_api` for torch_xla / torchax. Every probe
+for an API records whether it was there (`found(NAME, present)`); the results plugin attaches
+that to the case as the observation `apis: {NAME: present?}`. When the API a scenario needs is
+missing, skip with `api_absent(NAME)`: the raw outcome `skip: api absent: NAME`. Whether that is
+right is judged against the API's recorded release range (matrices/apis/, harness.apis):
+outside it the case is `skipped`, inside it the case is `api-drift`, which is news.
 """
 
 from __future__ import annotations
@@ -16,10 +19,33 @@ import pytest
 API_ABSENT = "api absent"
 NOT_IN_CELL = "not in cell"
 
+# What the running case probed: {api name: present?}. Reset by the plugin before each test.
+_seen: dict[str, bool] = {}
 
-def api_absent(what: str) -> NoReturn:
-    """Skip: this version does not have the API the scenario exercises."""
-    pytest.skip(f"{API_ABSENT}: {what}")
+
+def found(api: str, present: bool) -> bool:
+    """Record that `api` was looked for and whether it was there; returns `present`."""
+    _seen[api] = present
+    return present
+
+
+def seen_apis() -> dict[str, bool]:
+    """What the running case probed so far (a copy)."""
+    return dict(_seen)
+
+
+def reset_seen() -> None:
+    """Forget the previous case's probes (called by the plugin before each test)."""
+    _seen.clear()
+
+
+def api_absent(api: str, detail: str = "") -> NoReturn:
+    """Skip: this version does not have `api` (a name listed in matrices/apis/).
+
+    The message starts `api absent: NAME` so reports and bisection can tell it from any other skip.
+    """
+    found(api, False)
+    pytest.skip(f"{API_ABSENT}: {api}" + (f" ({detail})" if detail else ""))
 
 
 def require(module: str) -> ModuleType:

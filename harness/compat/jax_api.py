@@ -1,7 +1,9 @@
-"""JAX API moves bridged in one place: shard_map's home and check kwarg, pvary/pcast, vma access.
+"""JAX API moves bridged in one place: shard_map's home and check kwarg, pvary/pcast, vma access,
+compute_on and its stream form.
 
 Only *where* an API lives or how it is spelled is bridged here. Whether it behaves the same is
-what the suites check, so nothing here catches an error from the API itself.
+what the suites check, so nothing here catches an error from the API itself. Every probe records
+the API's presence (harness.compat.found) under the name its range has in matrices/apis/.
 """
 
 from __future__ import annotations
@@ -12,17 +14,32 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from harness.compat import api_absent
+from harness.compat import api_absent, found
+
+SHARD_MAP = "jax.shard_map"
+EXPERIMENTAL_SHARD_MAP = "jax.experimental.shard_map"
+PVARY = "jax.lax.pvary"
+PCAST = "jax.lax.pcast"
+COMPUTE_ON = "jax.experimental.compute_on"
+COMPUTE_ON_STREAM = "jax.experimental.compute_on(gpu_stream:N)"
 
 
 def shard_map(f: Callable, *, mesh: Any, in_specs: Any, out_specs: Any, check: bool = True) -> Callable:
     """shard_map from jax.shard_map (0.7+) or jax.experimental.shard_map (before), with the
     replication/varying-axes check on or off (check_rep before 0.7, check_vma after)."""
-    if hasattr(jax, "shard_map"):
+    if found(SHARD_MAP, hasattr(jax, "shard_map")):
         return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check)
-    from jax.experimental.shard_map import shard_map as exp_shard_map
-
+    exp_shard_map = _experimental_shard_map()
     return exp_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check)
+
+
+def _experimental_shard_map() -> Callable:
+    try:
+        from jax.experimental.shard_map import shard_map as exp_shard_map
+    except ImportError:
+        api_absent(EXPERIMENTAL_SHARD_MAP, f"jax {jax.__version__}")
+    found(EXPERIMENTAL_SHARD_MAP, True)
+    return exp_shard_map
 
 
 def shard_map_home() -> str:
@@ -34,8 +51,7 @@ def check_kwarg() -> str:
     """The name of shard_map's replication check argument in this version."""
     if hasattr(jax, "shard_map"):
         return "check_vma"
-    from jax.experimental.shard_map import shard_map as exp_shard_map
-
+    exp_shard_map = _experimental_shard_map()
     return "check_rep" if "check_rep" in inspect.signature(exp_shard_map).parameters else "check_vma"
 
 
@@ -43,7 +59,8 @@ def pvary() -> Callable:
     """jax.lax.pvary (0.6.0 .. 0.9.x), or skip as api absent."""
     fn = getattr(jax.lax, "pvary", None)
     if fn is None:
-        api_absent(f"jax.lax.pvary (jax {jax.__version__}; added 0.6.0, removed 0.10.0)")
+        api_absent(PVARY, f"jax {jax.__version__}")
+    found(PVARY, True)
     return fn
 
 
@@ -51,7 +68,8 @@ def pcast_varying() -> Callable:
     """x -> jax.lax.pcast(x, axes, to='varying') (0.8.2+), or skip as api absent."""
     fn = getattr(jax.lax, "pcast", None)
     if fn is None:
-        api_absent(f"jax.lax.pcast (jax {jax.__version__}; added 0.8.2)")
+        api_absent(PCAST, f"jax {jax.__version__}")
+    found(PCAST, True)
     return lambda x, axes: fn(x, axes, to="varying")
 
 
@@ -84,3 +102,29 @@ def make_mesh(n: int, axis: str) -> Any:
     from jax.sharding import Mesh
 
     return Mesh(np.array(jax.devices()[:n]), (axis,))
+
+
+def compute_on() -> Callable:
+    """jax.experimental.compute_on.compute_on (0.4.29+), or skip as api absent."""
+    try:
+        from jax.experimental.compute_on import compute_on as co
+    except ImportError:
+        api_absent(COMPUTE_ON, f"jax {jax.__version__}")
+    found(COMPUTE_ON, True)
+    return co
+
+
+def lower_text_on_stream(fn: Callable, stream: int, *args: Any) -> str:
+    """StableHLO text of jit(compute_on(f'gpu_stream:{stream}')(fn)) at args, or skip as api absent.
+
+    Before 0.5.1 the stream form is an unknown compute type: that one ValueError is the probe.
+    """
+    co = compute_on()
+    try:
+        text = jax.jit(co(f"gpu_stream:{stream}")(fn)).lower(*args).as_text()
+    except ValueError as exc:
+        if "Invalid compute type" in str(exc):
+            api_absent(COMPUTE_ON_STREAM, f"jax {jax.__version__}: {str(exc).splitlines()[0][:120]}")
+        raise
+    found(COMPUTE_ON_STREAM, True)
+    return text

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from harness.compat import api_absent, require
+from harness.compat import api_absent, found, require
+
+CALL_JAX = "torch_xla.core.xla_builder.call_jax"
 
 
 def xla():
@@ -24,7 +26,8 @@ def call_jax() -> Callable:
 
     fn = getattr(xb, "call_jax", None)
     if fn is None:
-        api_absent(f"torch_xla.core.xla_builder.call_jax (torch_xla {torch_xla.__version__}; added 2.7.0)")
+        api_absent(CALL_JAX, f"torch_xla {torch_xla.__version__}")
+    found(CALL_JAX, True)
     return fn
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -19,16 +16,10 @@ from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.repro import write_repros
 from harness.results import read_many
+from harness.safeio import atomic_write, disk_error, dumps_strict, ensure_dir
+from harness.since import render_since_markdown, since_summary
 
 MAX_REPROS = 500
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename: a reader never sees half a report."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def _latest_per_cell(cells):
@@ -46,9 +37,22 @@ def _latest_per_cell(cells):
     return sorted(kept, key=lambda c: order[id(c)]), notes
 
 
+def write_report_files(report: dict, out_dir: Path) -> int:
+    """Write report.json/html/md, junit.xml and repro/ atomically; a disk problem is one UserError line."""
+    ensure_dir(out_dir)
+    try:
+        atomic_write(out_dir / "report.json", dumps_strict(report, indent=1))
+        atomic_write(out_dir / "report.html", render_html(report))
+        atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report.get("since") or []))
+        atomic_write(out_dir / "junit.xml", render_junit(report))
+        return write_repros(report, out_dir / "repro", limit=MAX_REPROS)
+    except OSError as exc:
+        raise disk_error(exc, any_errno=True) from None
+
+
 def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None) -> int:
     """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news."""
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)  # file names may hold [...]
     expectations_path = expectations_path or DEFAULT_PATH
     expectations = load_expectations(expectations_path)
     missing = [p for p in paths if not Path(p).exists()]
@@ -63,16 +67,8 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     errors += dupes
     apply_expectations(cells, expectations)
     report = build_report(cells, errors, str(expectations_path))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / "report.json", json.dumps(report, indent=1, default=str))
-    tmp_html = out_dir / ".report.html.tmp"
-    render_html(report, tmp_html)
-    os.replace(tmp_html, out_dir / "report.html")
-    _atomic_write(out_dir / "report.md", render_markdown(report))
-    tmp_junit = out_dir / ".junit.xml.tmp"
-    render_junit(report, tmp_junit)
-    os.replace(tmp_junit, out_dir / "junit.xml")
-    n_repro = write_repros(report, out_dir / "repro", limit=MAX_REPROS)
+    report["since"] = since_summary(report)  # per case: first bad / last good along each version line
+    n_repro = write_report_files(report, out_dir)
 
     counts = report["counts"]
     console.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))

@@ -7,12 +7,12 @@ and the repro files) and rendered by a small script, so 10,000 results stay well
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from harness.outcomes import VERDICTS
+from harness.safeio import dumps_strict
 
 _MAX_OBS_STR = 200
 RAWS = ("pass", "fail", "error", "crash", "timeout", "skip", "env-error", "incomplete", "complete", "skipped")
@@ -73,14 +73,19 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
                                      "stale_expectations", "expectation")} for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],
         "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items,
+        "history": report.get("history"),  # set by `harness history`: a timeline per grid cell
     }
 
 
-def render_html(report: dict[str, Any], path: Path) -> None:
-    """Write the self-contained HTML report."""
+def script_json(value: Any) -> str:
+    """JSON safe inside a <script> element whatever its strings hold (`</script>`, `<!--`, `&`)."""
+    data = dumps_strict(value, separators=(",", ":"))
+    # <, > and & occur in JSON only inside strings, where \uXXXX means the same character.
+    return data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The self-contained HTML report."""
     env = Environment(loader=PackageLoader("harness.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
-    data = json.dumps(compact_data(report), separators=(",", ":"), default=str)
-    data = data.replace("</", "<\\/")  # never close the <script> early
-    html = env.get_template("report.html.j2").render(data=data, counts=report["counts"],
+    return env.get_template("report.html.j2").render(data=script_json(compact_data(report)), counts=report["counts"],
                                                      generated_at=report["generated_at"])
-    path.write_text(html, encoding="utf-8")

@@ -1,25 +1,31 @@
-"""Apply known issues to read results: raw outcomes stay facts, verdicts are recomputed each time."""
+"""Apply known issues and API ranges to read results: raw outcomes stay facts, verdicts are recomputed each time."""
 
 from __future__ import annotations
 
+from typing import Mapping
+
+from harness.apis import ApiDrift, ApiRange, default_api_ranges
 from harness.expectations import Expectation, applicable_expectations, normalize_versions
 from harness.results import CellResults
-from harness.verdicts import judge
+from harness.verdicts import judge, judge_case
 
 
-def _exp_dict(exp: Expectation | None) -> dict | None:
+def _exp_dict(exp: Expectation | ApiDrift | None) -> dict | None:
     if exp is None:
         return None
     return {"id": exp.id, "expect": exp.expect, "link": exp.link, "reason": exp.reason, "source": exp.source}
 
 
-def apply_expectations(cells: list[CellResults], expectations: list[Expectation]) -> None:
-    """Set each case's verdict (and each case-less cell's) from its raw outcome and the known issues."""
+def apply_expectations(cells: list[CellResults], expectations: list[Expectation],
+                       api_ranges: Mapping[str, ApiRange] | None = None) -> None:
+    """Set each case's verdict (and each case-less cell's) from its raw outcome, the known issues
+    and the API ranges (default: $SEAMS_APIS or matrices/apis/)."""
+    ranges = default_api_ranges() if api_ranges is None else api_ranges
     for cell in cells:
         versions = cell.versions()
         for case in cell.cases.values():
             found = applicable_expectations(expectations, case.nodeid, versions, cell.device)
-            v, exp = judge(case.raw, found, case.message)
+            v, exp = judge_case(case.raw, found, case.message, case.observations, versions, ranges)
             case.verdict, case.expectation = v, _exp_dict(exp)
         if cell.status == "env-error":
             # An env that cannot be built is a known bug if an issue says exactly that for this cell.

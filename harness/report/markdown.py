@@ -2,26 +2,47 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 from harness.outcomes import FAILING_VERDICTS, VERDICTS
 from harness.report.model import iter_results
 
-_NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete")
+_NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
 _TITLES = {"regression": "Regressions (unexpected failures)", "fixed": "Fixed upstream? (unexpected passes: update matrices/known_issues)",
            "crash": "Crashes", "timeout": "Timeouts", "env-error": "Cells that could not be built",
-           "incomplete": "Incomplete cells or tests"}
+           "incomplete": "Incomplete cells or tests",
+           "api-drift": "API drift (an API absent inside its recorded release range, or present outside it: matrices/apis/)"}
+
+
+def md_text(text: Any) -> str:
+    """Text safe in a Markdown table cell: one line, HTML and Markdown punctuation escaped."""
+    out = html.escape(" ".join(str(text).split()), quote=False)
+    for ch in "\\`*[]|":
+        out = out.replace(ch, f"&#{ord(ch)};")
+    # Control characters (ANSI colours, NUL) shown as \xNN text, never passed through raw.
+    return "".join(ch if ch.isprintable() else f"&#92;x{ord(ch):02x}" for ch in out)
+
+
+def md_code(text: Any) -> str:
+    """Text shown as code in a table cell (a backtick code span would let the text end it)."""
+    return f"<code>{md_text(text)}</code>"
 
 
 def _link(exp: dict[str, Any] | None) -> str:
     if not exp:
         return ""
-    return f"[{exp['id']}]({exp['link']})" if exp["link"].startswith("https://") else f"{exp['id']} (no upstream issue filed)"
+    link = str(exp.get("link", ""))
+    if link.startswith("https://"):
+        url = "".join(ch if ch.isascii() and ch.isprintable() and ch not in " ()<>[]|`" else f"%{ord(ch):02X}"
+                      for ch in link if ord(ch) < 128)
+        return f"[{md_text(exp['id'])}]({url})"
+    return f"{md_text(exp['id'])} (no upstream issue filed)"
 
 
 def _one_line(text: str | None, n: int = 160) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return (line[:n] + "...") if len(line) > n else line
+    return md_text((line[:n] + "...") if len(line) > n else line)
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -34,7 +55,7 @@ def render_markdown(report: dict[str, Any]) -> str:
            "|" + "---|" * len([v for v in VERDICTS if counts.get(v)]),
            "| " + " | ".join(str(counts[v]) for v in VERDICTS if counts.get(v)) + " |", ""]
     if report["errors"]:
-        out += ["## Results files that could not be read", ""] + [f"- `{e}`" for e in report["errors"]] + [""]
+        out += ["## Results files that could not be read", ""] + [f"- {md_code(e)}" for e in report["errors"]] + [""]
     by_verdict: dict[str, list] = {}
     for case_id, cell, r in iter_results(report):
         by_verdict.setdefault(r["verdict"], []).append((case_id, cell, r))
@@ -44,10 +65,13 @@ def render_markdown(report: dict[str, Any]) -> str:
     for v in news:
         out += [f"## {_TITLES[v]}", "", "| case | cell | outcome | detail |", "|---|---|---|---|"]
         for case_id, cell, r in sorted(by_verdict[v], key=lambda t: (t[0] or "", t[1])):
-            detail = _one_line(r.get("message")).replace("|", "\\|")
-            if r.get("expectation"):
+            detail = _one_line(r.get("message"))
+            if v == "api-drift" and r.get("expectation"):
+                detail = _one_line(r["expectation"]["reason"], 400)
+            elif r.get("expectation"):
                 detail += f" (known issue {_link(r['expectation'])})"
-            out.append(f"| `{case_id or '(whole cell)'}` | {cell} | {r['raw']}{' ' + r['signal'] if r.get('signal') else ''} | {detail} |")
+            raw = f"{r['raw']} {r['signal']}" if r.get("signal") else r["raw"]
+            out.append(f"| {md_code(case_id or '(whole cell)')} | {md_text(cell)} | {md_text(raw)} | {detail} |")
         out.append("")
     known = by_verdict.get("known-bug", [])
     if known:
@@ -59,14 +83,14 @@ def render_markdown(report: dict[str, Any]) -> str:
             g[1].add(cell)
             g[2].add(case_id or "(whole cell)")
         for e, cells, cases in grouped.values():
-            out.append(f"| {_link(e)}: {e['reason']} | {', '.join(sorted(cells))} | {len(cases)} |")
+            out.append(f"| {_link(e)}: {md_text(e['reason'])} | {md_text(', '.join(sorted(cells)))} | {len(cases)} |")
         out.append("")
     out += ["## Cells", "", "| cell | device | versions | status | verdicts |", "|---|---|---|---|---|"]
     for c in report["cells"]:
         versions = c["versions"] or c["pins"]
-        shown = ", ".join(f"{k} {v}" for k, v in versions.items() if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu"))
+        shown = md_text(", ".join(f"{k} {v}" for k, v in versions.items() if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu")))
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())) or (c["reason"] or "")
-        out.append(f"| {c['cell']} | {c['device']} | {shown} | {c['status']} | {verdicts.replace('|', '/')} |")
+        out.append(f"| {md_text(c['cell'])} | {md_text(c['device'])} | {shown} | {md_text(c['status'])} | {md_text(verdicts)} |")
     failing = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
     out += ["", f"Exit status: {'1 (news above)' if failing else '0'}."]
     return "\n".join(out) + "\n"

@@ -56,5 +56,5 @@ def iter_results(report: dict[str, Any]):
     for cell in report["cells"]:
         if not any(cell["cell"] in case["results"] for case in report["cases"]):
             yield None, cell["cell"], {"verdict": cell["verdict"] if cell["verdict"] != "complete" else "incomplete",
-                                       "raw": cell["status"], "message": cell["reason"],
-                                       "expectation": cell["expectation"]}
+                                       "raw": cell.get("status", ""), "message": cell.get("reason"),
+                                       "expectation": cell.get("expectation")}

@@ -14,21 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import api_absent
+from harness.compat import jax_api
 from harness.ir import frontend_attribute_values, has_frontend_attribute, lines_mentioning
 
-try:
-    from jax.experimental.compute_on import compute_on
-except ImportError:  # before ~0.4.31
-    compute_on = None
-
 HOST_KEY = "_xla_compute_type"
-
-
-def _require_compute_on():
-    if compute_on is None:
-        api_absent(f"jax.experimental.compute_on (jax {jax.__version__})")
-    return compute_on
 
 
 def body(x):
@@ -36,7 +25,7 @@ def body(x):
 
 
 def _decorate(order: str):
-    co = _require_compute_on()
+    co = jax_api.compute_on()
     if order == "compute_on_outside_jit":
         return co("device_host")(jax.jit(body))
     return jax.jit(co("device_host")(body))
@@ -82,20 +71,14 @@ def test_eager_vs_aot(order, observe):
 
 def test_stream_annotation_reaches_the_lowering(observe):
     """compute_on('gpu_stream:1') annotates the ops with _xla_stream_annotation = "1"."""
-    co = _require_compute_on()
-    f = jax.jit(co("gpu_stream:1")(lambda x: x * 2.0))
     x = jnp.asarray(X)
-    try:
-        text = f.lower(x).as_text()
-    except ValueError as exc:  # the compute type itself is unknown to this version: an API gap
-        if "Invalid compute type" in str(exc):
-            api_absent(f"compute_on('gpu_stream:N') (jax {jax.__version__})")
-        raise
+    text = jax_api.lower_text_on_stream(lambda x: x * 2.0, 1, x)
     values = frontend_attribute_values(text, "_xla_stream_annotation")
     observe.record(stream_annotations=sorted(set(values)))
     assert values and set(values) == {"1"}, f"expected _xla_stream_annotation = \"1\", got {values}"
     if jax.devices()[0].platform != "gpu":
         pytest.skip(f"needs gpu to run on a stream (lowering checked on {jax.devices()[0].platform})")
+    f = jax.jit(jax_api.compute_on()("gpu_stream:1")(lambda x: x * 2.0))
     observe.close(f(x), X * 2.0, rtol=0, atol=1e-6)
 
 

@@ -1,0 +1,228 @@
+"""`harness file-news OLD/report.json NEW/report.json`: each new item bisected and filed as one GitHub issue.
+
+News is what `harness diff` calls regressed or fixed, plus results new tonight with a failing
+verdict (regression, crash, timeout, env-error, incomplete). For at most --max items, each one is
+bisected (harness bisect, in a subprocess bounded by --budget seconds) over the package that moved
+between last night's cell and tonight's, then filed with the gh CLI: one issue per item, found
+again by a stable marker in its body (`<!-- xla-seams-news:KEY -->`, KEY from kind, case and cell),
+so a second run edits that issue (reopening it if closed) and never opens a duplicate.
+--dry-run prints what would be filed and calls no gh at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from packaging.version import InvalidVersion, Version
+
+from harness.diff import compare, load_report
+from harness.errors import UserError
+from harness.report.model import iter_results
+from harness.repro import _fenced, repro_markdown
+
+LABEL = "xla-seams-news"
+BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
+# The package a bisection moves, in order of preference, and what moves with it.
+_MOVABLE = ("torch-xla", "torchax", "jax", "torch")
+REPO = Path(__file__).resolve().parent.parent
+
+
+def news_items(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items worth an issue: regressed, fixed, and failing results that were absent last night."""
+    ch = compare(old, new)
+    items = [{**r, "kind": r["new"]} for r in ch["regressed"]]
+    items += [{**r, "kind": "fixed"} for r in ch["fixed"]]
+    items += [{**r, "kind": r["new"]} for r in ch["new"] if r["new"] in BAD_NEW]
+    return items
+
+
+def marker(item: dict[str, Any]) -> str:
+    """The stable marker an item's issue carries: the same news finds the same issue."""
+    key = hashlib.sha256(json.dumps([item["kind"] == "fixed", item["case"], item["cell"]]).encode()).hexdigest()[:16]
+    return f"<!-- xla-seams-news:{key} -->"
+
+
+def _pins(report: dict[str, Any], cell: str) -> dict[str, str]:
+    for c in report["cells"]:
+        if c["cell"] == cell:
+            got = c.get("versions") or c.get("pins") or {}
+            return {k.replace("_", "-"): str(v) for k, v in got.items()}
+    return {}
+
+
+def bisect_bounds(old: dict[str, Any], new: dict[str, Any], cell: str) -> tuple[str, str, str] | None:
+    """(package, last night's version, tonight's) for the first movable package that moved, else None."""
+    a, b = _pins(old, cell), _pins(new, cell)
+    for pkg in _MOVABLE:
+        if pkg in a and pkg in b and a[pkg] != b[pkg]:
+            try:
+                if Version(a[pkg]) < Version(b[pkg]):
+                    return pkg, a[pkg], b[pkg]
+            except InvalidVersion:
+                continue
+    return None
+
+
+def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path) -> str:
+    """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
+    if item["case"] == "(whole cell)":
+        return "Not bisected: the whole cell failed (no test ran), see the reason above."
+    bounds = bisect_bounds(old, new, item["cell"])
+    if bounds is None:
+        return ("Not bisected: no package version moved in this cell between the two nights, so the change "
+                "is not a release's (a flaky case, the runner, or the index): rerun the cell to tell.")
+    pkg, good, bad = bounds
+    moved = {pkg, "jaxlib"} if pkg == "jax" else ({pkg, "torch"} if pkg == "torch-xla" else {pkg})
+    held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items() if k not in moved
+            and k in ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "optax")]
+    regress = "pass" if item["kind"] == "fixed" else ("crash" if item["kind"] == "crash" else "fail")
+    md = out / "bisect.md"
+    argv = [sys.executable, "-m", "harness", "bisect", item["case"], "--package", pkg, "--good", good, "--bad", bad,
+            f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
+    if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
+        argv.append("--pre")
+    try:
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=budget_s)
+    except subprocess.TimeoutExpired:
+        return f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n    {' '.join(argv[1:])}"
+    if md.exists():
+        return md.read_text()
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+    return f"Bisection of {pkg} {good}..{bad} could not run: {tail[0]}"
+
+
+def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    for c, name, r in iter_results(report):
+        if (c or "(whole cell)") == case and name == cell:
+            return next(x for x in report["cells"] if x["cell"] == cell), r
+    return None
+
+
+def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str) -> tuple[str, str]:
+    """(title, body) of the item's issue: what changed, the versions, the bisection, the repro."""
+    title = f"[nightly] {item['kind']}: {item['case']} on {item['cell']}"[:250]
+    found = _result(new, item["case"], item["cell"])
+    a, b = _pins(old, item["cell"]), _pins(new, item["cell"])
+    moved = [f"{k} {a.get(k, '-')} -> {b.get(k, '-')}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    body = [marker(item), "", f"**{item['kind']}** on `{item['cell']}`: `{item['case']}`", "",
+            f"- verdict: {item['old'] or '(absent)'} (nightly of {old['generated_at']}) -> {item['new']} "
+            f"(nightly of {new['generated_at']})",
+            f"- versions that moved: {', '.join(moved) or 'none'}", ""]
+    if found:
+        cell, r = found
+        if r.get("message"):
+            body += ["<details><summary>message</summary>", "", *_fenced(str(r["message"])[:4000]), "</details>", ""]
+        body += ["## Bisection", "", bisect_md, "", "## Repro", "", repro_markdown(None if item["case"] == "(whole cell)" else item["case"], cell, r)]
+    body += ["", "_Filed by `python -m harness file-news`; edited in place when the same news is seen again._"]
+    return title, "\n".join(body)
+
+
+class Gh:
+    """The few gh calls filing needs; every argument is a list element, never a shell string."""
+
+    def __init__(self, repo: str | None, exe: str = "gh") -> None:
+        self.repo, self.exe = repo, exe
+
+    def _run(self, args: list[str]) -> str:
+        argv = [self.exe, *args] + (["--repo", self.repo] if self.repo else [])
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        except FileNotFoundError:
+            raise UserError("gh (the GitHub CLI) is not on PATH; install it or use --dry-run") from None
+        if proc.returncode != 0:
+            raise UserError(f"gh {args[0]} {args[1]} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['exit ' + str(proc.returncode)]}")
+        return proc.stdout
+
+    def existing(self) -> list[dict[str, Any]]:
+        out = self._run(["issue", "list", "--label", LABEL, "--state", "all", "--limit", "1000",
+                         "--json", "number,state,body"])
+        return json.loads(out or "[]")
+
+    def ensure_label(self) -> None:
+        self._run(["label", "create", LABEL, "--force", "--color", "d93f0b",
+                   "--description", "news from the xla-seams nightly"])
+
+    def create(self, title: str, body_file: Path) -> str:
+        return self._run(["issue", "create", "--title", title, "--body-file", str(body_file), "--label", LABEL]).strip()
+
+    def update(self, number: int, title: str, body_file: Path, reopen: bool) -> None:
+        if reopen:
+            self._run(["issue", "reopen", str(number)])
+        self._run(["issue", "edit", str(number), "--title", title, "--body-file", str(body_file)])
+
+
+def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, repo: str | None, dry_run: bool,
+              bisect: bool, out: Path, say: Callable[[str], None] = print) -> int:
+    """Bisect and file (or print) each news item; returns how many items there were."""
+    old, new = load_report(old_path), load_report(new_path)
+    items = news_items(old, new)
+    if not items:
+        say("no news against the previous night: nothing to file")
+        return 0
+    if len(items) > max_items:
+        say(f"{len(items)} news items; bisecting and filing the first {max_items} (--max)")
+    gh = None if dry_run else Gh(repo, os.environ.get("SEAMS_GH", "gh"))
+    known: dict[str, dict[str, Any]] = {}
+    if gh is not None:
+        gh.ensure_label()
+        for issue in gh.existing():
+            for line in (issue.get("body") or "").splitlines()[:1]:
+                if line.startswith("<!-- xla-seams-news:"):
+                    known[line.strip()] = issue
+    for i, item in enumerate(items[:max_items], 1):
+        say(f"[{i}/{min(len(items), max_items)}] {item['kind']}: {item['case']} on {item['cell']}")
+        work = out / f"item{i}"
+        work.mkdir(parents=True, exist_ok=True)
+        bisect_md = bisect_item(item, old, new, budget_s, work) if bisect else "Not bisected (--no-bisect)."
+        title, body = issue_text(item, old, new, bisect_md)
+        body_file = work / "issue.md"
+        body_file.write_text(body)
+        mark = marker(item)
+        if gh is None:
+            say(f"--- would open or update the issue marked {mark}\ntitle: {title}\n{body}\n---")
+            continue
+        if mark in known:
+            issue = known[mark]
+            gh.update(int(issue["number"]), title, body_file, reopen=str(issue.get("state", "")).upper() == "CLOSED")
+            say(f"updated issue #{issue['number']}")
+        else:
+            say(f"opened {gh.create(title, body_file)}")
+    for item in items[max_items:]:
+        say(f"not filed (over --max): {item['kind']}: {item['case']} on {item['cell']}")
+    return len(items)
+
+
+def add_file_news_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `file-news`."""
+    p = sub.add_parser("file-news", help="bisect each news item against the previous night and open/update one GitHub issue each",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("old", type=Path, metavar="OLD/report.json", help="the previous night's report")
+    p.add_argument("new", type=Path, metavar="NEW/report.json", help="tonight's report")
+    p.add_argument("--max", type=int, default=5, metavar="K", help="bisect and file at most K items (default 5)")
+    p.add_argument("--budget", type=int, default=900, metavar="S", help="seconds per bisection (default 900)")
+    p.add_argument("--repo", help="OWNER/NAME to file in (default: gh's current repository)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be filed; call no gh")
+    p.add_argument("--no-bisect", action="store_true", help="file without bisecting")
+    p.add_argument("--out", type=Path, default=Path("reports/news"), help="bisection outputs and issue bodies")
+    p.set_defaults(handler=cmd_file_news)
+
+
+def cmd_file_news(args: argparse.Namespace) -> int:
+    """Exit 0 when filing went through (news or not): the report and diff steps judge the night."""
+    if args.max < 1 or args.budget < 1:
+        raise UserError("--max and --budget must be >= 1")
+    if not args.dry_run and not (shutil.which(os.environ.get("SEAMS_GH", "gh"))):
+        raise UserError("gh (the GitHub CLI) is not on PATH; install it or use --dry-run")
+    args.out.mkdir(parents=True, exist_ok=True)
+    file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,
+              Path(tempfile.mkdtemp(prefix="news-", dir=args.out)))
+    return 0

@@ -1,0 +1,95 @@
+"""Writing output files safely: unique temporary names, atomic renames, one mode for all, strict JSON."""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.errors import UserError
+
+# Errors that mean "the disk is full or read-only" wherever they happen: one line, exit 2, not a bug.
+DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+
+def _file_mode() -> int:
+    """The mode a plain open() would give a new file (0o666 less the umask)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write via a uniquely named temporary file beside path and rename it into place.
+
+    Concurrent writers (`tox -p` into one reports/) never share a temporary name, a reader never
+    sees half a file, a failed write (disk full) leaves no temporary file behind, and every file
+    gets the same mode whatever mkstemp's private default.
+    """
+    path = Path(path)
+    if isinstance(data, str):  # a lone surrogate (possible in JSON input) must not abort the write
+        data = data.encode("utf-8", "backslashreplace")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            os.fchmod(fh.fileno(), _file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def ensure_dir(path: Path, what: str = "--out") -> Path:
+    """Create the output folder or say in one line why it cannot be used."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{what} {path}: is a file, not a folder; name a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot create the folder: {exc.strerror or exc}") from None
+    return path
+
+
+def check_writable(path: Path, what: str = "--out") -> Path:
+    """Fail early, before any work, if the output folder cannot take a file."""
+    ensure_dir(path, what)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path, prefix=".seams-write-check.")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot write there: {exc.strerror or exc}") from None
+    return path
+
+
+def disk_error(exc: OSError, any_errno: bool = False) -> UserError | None:
+    """A one-line UserError for an OSError about a full or read-only disk (any errno if asked), else None."""
+    if not any_errno and exc.errno not in DISK_ERRNOS:
+        return None
+    where = exc.filename or "the output folder"
+    return UserError(f"cannot write {where}: {exc.strerror or exc}; finished results already on disk are kept")
+
+
+def strict(value: Any) -> Any:
+    """value with NaN and infinities as the strings 'nan', 'inf', '-inf' (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def dumps_strict(value: Any, **kwargs: Any) -> str:
+    """json.dumps that never writes a bare NaN or Infinity (other tools reject them)."""
+    return json.dumps(strict(value), allow_nan=False, default=str, **kwargs)

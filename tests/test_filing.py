@@ -1,0 +1,128 @@
+"""`harness file-news`: news items, bisect bounds, dry-run output, and idempotent filing through a fake gh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.filing import bisect_bounds, marker, news_items
+
+REPO = Path(__file__).resolve().parent.parent
+A, B, C = "suites/a.py::test_a", "suites/b.py::test_b", "suites/c.py::test_c"
+
+
+def _night(day: int, jax: str, results: dict[str, str]) -> dict:
+    verdict = {"pass": "ok", "fail": "regression", "crash": "crash", "kfail": "known-bug"}
+    raw = {"kfail": "fail"}
+    return {"schema_version": 1, "generated_at": f"2026-11-{day:02d}T03:00:00+00:00", "counts": {}, "errors": [],
+            "cells": [{"cell": "jaxlatest-cpu", "device": "cpu", "status": "complete", "reason": "", "verdict": "complete",
+                       "pins": {"jax": jax, "jaxlib": jax}, "install_line": f"pip install jax=={jax} jaxlib=={jax}",
+                       "versions": {"jax": jax, "jaxlib": jax, "numpy": "2.0.0"}, "devices": {}, "python": "3.11",
+                       "platform": "linux", "run_env": {"JAX_PLATFORMS": "cpu"}, "counts": {},
+                       "stale_expectations": [], "expectation": None}],
+            "cases": [{"id": case, "family": "x", "results": {"jaxlatest-cpu": {
+                "raw": raw.get(o, o), "verdict": verdict[o], "message": "boom" if o != "pass" else None,
+                "observations": {}, "expectation": None, "signal": "SIGABRT" if o == "crash" else None}}}
+                for case, o in results.items()]}
+
+
+OLD = _night(1, "0.6.0", {A: "pass", B: "fail"})
+NEW = _night(2, "0.7.2", {A: "fail", B: "pass", C: "crash"})
+
+
+def test_news_items_and_stable_markers():
+    items = news_items(OLD, NEW)
+    assert {(i["case"], i["kind"]) for i in items} == {(A, "regression"), (B, "fixed"), (C, "crash")}
+    again = news_items(OLD, NEW)
+    assert [marker(i) for i in items] == [marker(i) for i in again]
+    assert len({marker(i) for i in items}) == 3
+
+
+def test_bisect_bounds_are_the_versions_that_moved():
+    assert bisect_bounds(OLD, NEW, "jaxlatest-cpu") == ("jax", "0.6.0", "0.7.2")
+    assert bisect_bounds(OLD, OLD, "jaxlatest-cpu") is None
+
+
+def _write(tmp: Path) -> tuple[Path, Path]:
+    (tmp / "old.json").write_text(json.dumps(OLD))
+    (tmp / "new.json").write_text(json.dumps(NEW))
+    return tmp / "old.json", tmp / "new.json"
+
+
+def _cli(tmp: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    old, new = _write(tmp)
+    return subprocess.run([sys.executable, "-m", "harness", "file-news", str(old), str(new), "--no-bisect",
+                           "--out", str(tmp / "news"), *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def test_dry_run_prints_each_issue_and_calls_no_gh(tmp_path):
+    proc = _cli(tmp_path, "--dry-run", env={"SEAMS_GH": str(tmp_path / "no-such-gh")})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("--- would open or update the issue marked <!-- xla-seams-news:") == 3
+    assert f"title: [nightly] regression: {A} on jaxlatest-cpu" in proc.stdout
+    assert "versions that moved: jax 0.6.0 -> 0.7.2, jaxlib 0.6.0 -> 0.7.2" in proc.stdout
+    assert "## Repro" in proc.stdout and "pip install" in proc.stdout
+
+
+def test_max_bounds_the_items(tmp_path):
+    proc = _cli(tmp_path, "--dry-run", "--max", "1")
+    assert proc.stdout.count("--- would open") == 1 and proc.stdout.count("not filed (over --max)") == 2
+
+
+FAKE_GH = r'''#!/usr/bin/env python3
+"""A fake gh: records every call, keeps issues in a JSON file."""
+import json, os, sys
+state_path, log_path = os.environ["FAKE_GH_STATE"], os.environ["FAKE_GH_LOG"]
+with open(log_path, "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\n")
+issues = json.load(open(state_path)) if os.path.exists(state_path) else []
+args = sys.argv[1:]
+def opt(name):
+    return args[args.index(name) + 1]
+if args[:2] == ["issue", "list"]:
+    print(json.dumps([{"number": i["number"], "state": i["state"], "body": i["body"]} for i in issues]))
+elif args[:2] == ["issue", "create"]:
+    n = len(issues) + 1
+    issues.append({"number": n, "state": "OPEN", "title": opt("--title"), "body": open(opt("--body-file")).read()})
+    print(f"https://github.com/o/r/issues/{n}")
+elif args[:2] == ["issue", "edit"]:
+    i = issues[int(args[2]) - 1]
+    i["title"], i["body"] = opt("--title"), open(opt("--body-file")).read()
+elif args[:2] == ["issue", "reopen"]:
+    issues[int(args[2]) - 1]["state"] = "OPEN"
+json.dump(issues, open(state_path, "w"))
+'''
+
+
+def test_second_run_updates_never_duplicates(tmp_path):
+    gh = tmp_path / "bin" / "gh"
+    gh.parent.mkdir()
+    gh.write_text(FAKE_GH)
+    gh.chmod(0o755)
+    env = {"PATH": f"{gh.parent}{os.pathsep}{os.environ['PATH']}", "FAKE_GH_STATE": str(tmp_path / "issues.json"),
+           "FAKE_GH_LOG": str(tmp_path / "calls.log")}
+    first = _cli(tmp_path, "--repo", "o/r", env=env)
+    assert first.returncode == 0, first.stderr
+    issues = json.loads((tmp_path / "issues.json").read_text())
+    assert len(issues) == 3 and all(i["body"].startswith("<!-- xla-seams-news:") for i in issues)
+    issues[0]["state"] = "CLOSED"  # a maintainer closed one; the same news again reopens it
+    (tmp_path / "issues.json").write_text(json.dumps(issues))
+    second = _cli(tmp_path, "--repo", "o/r", env=env)
+    assert second.returncode == 0, second.stderr
+    after = json.loads((tmp_path / "issues.json").read_text())
+    assert len(after) == 3 and after[0]["state"] == "OPEN"
+    calls = [json.loads(line) for line in (tmp_path / "calls.log").read_text().splitlines()]
+    assert sum(c[:2] == ["issue", "create"] for c in calls) == 3
+    assert sum(c[:2] == ["issue", "edit"] for c in calls) == 3
+    assert all(c[-2:] == ["--repo", "o/r"] for c in calls)
+    assert ["issue", "reopen", "1", "--repo", "o/r"] in calls
+
+
+def test_without_gh_it_says_so_in_one_line(tmp_path):
+    proc = _cli(tmp_path, env={"SEAMS_GH": str(tmp_path / "no-such-gh")})
+    assert proc.returncode == 2 and "gh (the GitHub CLI) is not on PATH" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -8,6 +8,8 @@ within the same run, since this machine's noise moves absolute numbers):
   matrix  the default CPU matrix, cold (empty env and uv caches) and warm
   bisect  the shard_map bisection over jax 0.4.38..0.10.2, cold (no probe cache) and warm
   report  render time and HTML size for a synthetic 10,000-result report
+  sweep   the jax release sweep (--sweep-spec, default every release 0.4.38..0.10.2) over the
+          jax-only families, cold (empty env and uv caches) once, then warm
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from typing import Callable
 from harness.cellrun import REPO
 from harness.errors import UserError
 
-SECTIONS = ("env", "floor", "matrix", "bisect", "report")
+SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep")
+JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
+JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
 SHARD_MAP_BASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
 
 
@@ -39,6 +43,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"which to run (default: all): {', '.join(SECTIONS)}")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3; cold matrix runs once)")
     p.add_argument("--cell", default="jax060-cpu", help="cell for the env and floor sections")
+    p.add_argument("--sweep-spec", default=JAX_SWEEP, metavar="SPEC",
+                   help=f"the sweep the sweep section runs (default {JAX_SWEEP!r}; a small range to try it out)")
     p.add_argument("--json", type=Path, default=Path("reports/bench.json"), help="where to write the figures")
     p.set_defaults(handler=cmd_bench)
 
@@ -142,6 +148,31 @@ def bench_matrix(repeat: int) -> dict:
     return out
 
 
+def bench_sweep(spec: str, repeat: int) -> dict:
+    """A release sweep over the jax-only families: cold (empty env + uv caches) once, then warm."""
+    from harness.sweep import from_spec
+
+    n_cells = len(from_spec(spec).cells)
+
+    def argv(out: str) -> list[str]:
+        return [sys.executable, "-m", "harness", "run", "--sweep", spec, "--out", out, "--no-report", "--",
+                *JAX_ONLY_SUITES]
+
+    out: dict = {"spec": spec, "cells": n_cells, "suites": list(JAX_ONLY_SUITES)}
+    with tempfile.TemporaryDirectory() as envs, tempfile.TemporaryDirectory() as uvc, \
+            tempfile.TemporaryDirectory() as d:
+        out["cold_s"] = _stats([_timed(lambda: _run(argv(d), env={"SEAMS_ENVS_DIR": envs, "UV_CACHE_DIR": uvc}))])
+    with tempfile.TemporaryDirectory() as d:
+        _run(argv(d))  # untimed: builds the sweep's envs in the shared folder if they are not there yet
+    warm = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as d:
+            warm.append(_timed(lambda: _run(argv(d))))
+    out["warm_s"] = _stats(warm)
+    out["warm_per_cell_s"] = out["warm_s"]["median"] / max(1, n_cells)
+    return out
+
+
 def bench_bisect(repeat: int) -> dict:
     """Probes and wall time of the shard_map bisection over jax 0.4.38..0.10.2."""
     argv = [sys.executable, "-m", "harness", "bisect", SHARD_MAP_BASE, "--package", "jax",
@@ -189,7 +220,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                      "command": "python -m harness bench " + " ".join(sys.argv[2:])}
     runners = {"env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
                "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
-               "report": lambda: bench_report(args.repeat)}
+               "report": lambda: bench_report(args.repeat),
+               "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:
@@ -225,6 +257,9 @@ def _print_table(r: dict) -> None:
         rows.append(("bisect shard_map (s)", med(b, "warm_s"), f"cold {b['cold_probe_cache_s']} s; {b.get('probes_line')}"))
     if "report" in r and "error" not in r["report"]:
         rows.append(("report 10k results (s)", med(r["report"], "render_s"), f"{r['report']['html_bytes']} bytes"))
+    if "sweep" in r and "error" not in r["sweep"]:
+        sw = r["sweep"]
+        rows.append((f"sweep {sw['spec']}, {sw['cells']} cells (s)", med(sw, "warm_s"), f"cold {med(sw, 'cold_s')} s"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

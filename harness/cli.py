@@ -240,6 +240,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"ok: {f}: {len(load_api_ranges(f))} API ranges")
         elif f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
             print(f"ok: {f}: {len(load_expectations(f))} known issues")
+        elif isinstance(doc, dict) and "sweeps" in doc:  # lists releases on the index to expand it
+            from harness.sweep import load_sweep
+
+            print(f"ok: {f}: sweep of {len(load_sweep(f).cells)} cells")
         else:
             print(f"ok: {f}: {len(load_matrix(f).cells)} cells")
     return 0

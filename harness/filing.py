@@ -1,4 +1,4 @@
-"""`harness file-news OLD/report.json NEW/report.json`: each new item bisected and filed as one GitHub issue.
+"""`harness news OLD/report.json NEW/report.json`: each new item bisected and filed as one GitHub issue.
 
 News is what `harness diff` calls regressed or fixed, plus results new tonight with a failing
 verdict (regression, crash, timeout, env-error, incomplete). For at most --max items, each one is
@@ -122,7 +122,7 @@ def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], b
         if r.get("message"):
             body += ["<details><summary>message</summary>", "", *_fenced(str(r["message"])[:4000]), "</details>", ""]
         body += ["## Bisection", "", bisect_md, "", "## Repro", "", repro_markdown(None if item["case"] == "(whole cell)" else item["case"], cell, r)]
-    body += ["", "_Filed by `python -m harness file-news`; edited in place when the same news is seen again._"]
+    body += ["", "_Filed by `python -m harness news`; edited in place when the same news is seen again._"]
     return title, "\n".join(body)
 
 
@@ -202,8 +202,8 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
 
 
 def add_file_news_parser(sub: argparse._SubParsersAction) -> None:
-    """Register `file-news`."""
-    p = sub.add_parser("file-news", help="bisect each news item against the previous night and open/update one GitHub issue each",
+    """Register `news`."""
+    p = sub.add_parser("news", help="bisect each news item against the previous night and open/update one GitHub issue each",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("old", type=Path, metavar="OLD/report.json", help="the previous night's report")
     p.add_argument("new", type=Path, metavar="NEW/report.json", help="tonight's report")

@@ -1,4 +1,4 @@
-"""`harness file-news`: news items, bisect bounds, dry-run output, and idempotent filing through a fake gh."""
+"""`harness news`: news items, bisect bounds, dry-run output, and idempotent filing through a fake gh."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _write(tmp: Path) -> tuple[Path, Path]:
 
 def _cli(tmp: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     old, new = _write(tmp)
-    return subprocess.run([sys.executable, "-m", "harness", "file-news", str(old), str(new), "--no-bisect",
+    return subprocess.run([sys.executable, "-m", "harness", "news", str(old), str(new), "--no-bisect",
                            "--out", str(tmp / "news"), *args], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
 

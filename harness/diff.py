@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import jsonschema
 
 from harness.errors import UserError
 from harness.report.markdown import md_code
@@ -34,27 +37,33 @@ def load_report(path: Path) -> dict[str, Any]:
     return doc
 
 
+REPORT_SCHEMA = Path(__file__).resolve().parent / "schema" / "report-v1.json"
+
+
+@lru_cache(maxsize=1)
+def _report_validator() -> Any:
+    from harness.outcomes import VERDICTS
+    from harness.report.html import RAWS
+
+    schema = json.loads(REPORT_SCHEMA.read_text())
+    # The vocabularies come from the code, so a new verdict never makes old readers reject reports.
+    schema["$defs"]["result"]["properties"]["verdict"] = {"enum": list(VERDICTS)}
+    schema["$defs"]["result"]["properties"]["raw"] = {"enum": list(RAWS)}
+    schema["$defs"]["cell"]["properties"]["verdict"] = {"enum": [*VERDICTS, "complete"]}
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
 def _shape_problem(doc: dict[str, Any]) -> str | None:
-    """What is wrong with the parts of a report the diff reads, or None."""
-    cells, cases = doc.get("cells", []), doc["cases"]
-    if not isinstance(cells, list) or not isinstance(cases, list):
-        return "'cells' and 'cases' must be lists"
-    for i, c in enumerate(cells):
-        if not isinstance(c, dict) or not isinstance(c.get("cell"), str) or not isinstance(c.get("verdict"), str):
-            return f"cells[{i}] needs a 'cell' name and a 'verdict'"
-        if not isinstance(c.get("expectation"), (dict, type(None))):
-            return f"cells[{i}].expectation must be an object or null"
-        pins = c.get("pins", {})
-        if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
-            return f"cells[{i}].pins must map package names to version strings"
-    for i, case in enumerate(cases):
-        if not isinstance(case, dict) or not isinstance(case.get("id"), str) or not isinstance(case.get("results"), dict):
-            return f"cases[{i}] needs an 'id' and a 'results' object"
-        for cell, r in case["results"].items():
-            if not isinstance(r, dict) or not isinstance(r.get("verdict"), str):
-                return f"cases[{i}].results[{cell!r}] needs a 'verdict'"
-            if not isinstance(r.get("observations"), (dict, type(None))):
-                return f"cases[{i}].results[{cell!r}].observations must be an object or null"
+    """What is wrong with the report's shape (harness/schema/report-v1.json), or None."""
+    err = jsonschema.exceptions.best_match(_report_validator().iter_errors(doc))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "the document"
+        return f"{where}: {err.message[:200]}"
+    cells = {c["cell"] for c in doc["cells"]}
+    for i, case in enumerate(doc["cases"]):
+        unknown = sorted(set(case["results"]) - cells)
+        if unknown:
+            return f"cases/{i}/results: cell {unknown[0]!r} is not among the report's cells"
     return None
 
 

@@ -75,7 +75,7 @@ def disk_error(exc: OSError, any_errno: bool = False) -> UserError | None:
     """A one-line UserError for an OSError about a full or read-only disk (any errno if asked), else None."""
     if not any_errno and exc.errno not in DISK_ERRNOS:
         return None
-    where = exc.filename or "the output folder"
+    where = exc.filename or "to the disk"
     return UserError(f"cannot write {where}: {exc.strerror or exc}; finished results already on disk are kept")
 
 

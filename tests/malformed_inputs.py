@@ -61,9 +61,11 @@ def _results(*middle, raw_lines: bytes = b"", start: dict | None = None) -> tupl
     return ["report", "{F}", "--out", "{T}/out"], {"a.jsonl": body}
 
 
-_GOOD_REPORT = {"schema_version": 1, "counts": {}, "errors": [],
-                "cells": [{"cell": "a-cpu", "verdict": "complete", "status": "complete", "reason": "", "expectation": None,
-                           "pins": {"jax": "0.6.0"}}],
+_GOOD_REPORT = {"schema_version": 1, "generated_at": "2026-11-23T00:00:00+00:00", "counts": {"ok": 1}, "errors": [],
+                "cells": [{"cell": "a-cpu", "device": "cpu", "status": "complete", "reason": "", "verdict": "complete",
+                           "pins": {"jax": "0.6.0"}, "install_line": "pip install jax==0.6.0", "versions": {"jax": "0.6.0"},
+                           "devices": {}, "python": "3.11", "platform": "linux", "run_env": {}, "counts": {"ok": 1},
+                           "stale_expectations": [], "expectation": None}],
                 "cases": [{"id": "suites/x.py::t", "family": "x",
                            "results": {"a-cpu": {"raw": "pass", "verdict": "ok", "observations": {}}}}]}
 
@@ -256,19 +258,27 @@ _add("diff: not UTF-8", _diff(b'{"schema_version": 1, "cases": "\xff"}'), "not J
 _add("diff: nested 100000 deep", _diff(b"[" * 100000 + b"]" * 100000), "nested too deeply")
 _add("diff: a list", _diff([1, 2]), "not a schema-1 report.json")
 _add("diff: schema a string", _diff(_report_with(schema_version="1")), "not a schema-1 report.json")
-_add("diff: cases a mapping", _diff(_report_with(cases={})), "'cells' and 'cases' must be lists")
-_add("diff: cells a mapping", _diff(_report_with(cells={})), "'cells' and 'cases' must be lists")
-_add("diff: case a number", _diff(_report_with(cases=[1])), "cases[0] needs an 'id'")
-_add("diff: case id a number", _diff(_report_with(cases__0__id=1)), "cases[0] needs an 'id'")
-_add("diff: results a list", _diff(_report_with(cases__0__results=[])), "cases[0] needs an 'id' and a 'results' object")
-_add("diff: result a number", _diff(_report_with(cases__0__results={"a-cpu": 1})), "needs a 'verdict'")
-_add("diff: verdict a number", _diff(_report_with(cases__0__results={"a-cpu": {"verdict": 1}})), "needs a 'verdict'")
-_add("diff: observations a list", _diff(_report_with(cases__0__results={"a-cpu": {"verdict": "ok", "observations": [1]}})),
-     "observations must be an object")
-_add("diff: cell a string", _diff(_report_with(cells=["a-cpu"])), "cells[0] needs a 'cell' name")
-_add("diff: cell name a number", _diff(_report_with(cells__0__cell=1)), "cells[0] needs a 'cell' name")
-_add("diff: cell expectation a list", _diff(_report_with(cells__0__expectation=[1])), "expectation must be an object or null")
-_add("diff: cell pins a list", _diff(_report_with(cells__0__pins=["jax"])), "pins must map")
+_add("diff: cases a mapping", _diff(_report_with(cases={})), "cases: {} is not of type 'array'")
+_add("diff: cells a mapping", _diff(_report_with(cells={})), "cells: {} is not of type 'array'")
+_add("diff: case a number", _diff(_report_with(cases=[1])), "cases/0: 1 is not of type 'object'")
+_add("diff: case id a number", _diff(_report_with(cases__0__id=1)), "cases/0/id: 1 is not of type")
+_add("diff: results a list", _diff(_report_with(cases__0__results=[])), "cases/0/results: [] is not of type 'object'")
+_add("diff: result a number", _diff(_report_with(cases__0__results={"a-cpu": 1})), "cases/0/results/a-cpu: 1 is not of type")
+_add("diff: verdict a number", _diff(_report_with(cases__0__results={"a-cpu": {"raw": "pass", "verdict": 1}})), "cases/0/results/a-cpu/verdict: 1 is not one of")
+_add("diff: observations a list", _diff(_report_with(cases__0__results={"a-cpu": {"raw": "pass", "verdict": "ok", "observations": [1]}})),
+     "observations: [1] is not of type")
+_add("diff: cell a string", _diff(_report_with(cells=["a-cpu"])), "cells/0: 'a-cpu' is not of type 'object'")
+_add("diff: cell name a number", _diff(_report_with(cells__0__cell=1)), "cells/0/cell: 1 is not of type")
+_add("diff: cell expectation a list", _diff(_report_with(cells__0__expectation=[1])), "cells/0/expectation: [1] is not of type")
+_add("diff: cell pins a list", _diff(_report_with(cells__0__pins=["jax"])), "cells/0/pins: ['jax'] is not of type")
+_add("diff: result for an unknown cell", _diff(_report_with(cases__0__results={"b-cpu": {"raw": "pass", "verdict": "ok"}})),
+     "cell 'b-cpu' is not among the report's cells")
+_add("diff: raw outcome unknown", _diff(_report_with(cases__0__results={"a-cpu": {"raw": "meh", "verdict": "ok"}})), "is not one of")
+_add("diff: counts a string", _diff(_report_with(counts={"ok": "1"})), "counts/ok")
+_add("diff: generated_at missing", _diff({k: v for k, v in _GOOD_REPORT.items() if k != "generated_at"}), "generated_at")
+_add("history: a report of the wrong shape", (["history", "{F}", "{G}", "--out", "{T}/h"],
+                                              {"bad.json": json.dumps(_report_with(cells={})).encode(),
+                                               "good.json": json.dumps(_GOOD_REPORT).encode()}), "is not of type")
 
 # --- bisect ------------------------------------------------------------------------------------------
 _add("bisect: unknown parameter", _bisect(SHARD.replace("[base]", "[bse]")), "declares no such parameter")
@@ -279,7 +289,7 @@ _add("bisect: id outside the checkout", _bisect("../../etc/passwd::x"), "unknown
 _add("bisect: --from-report not JSON", (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", "x"],
                                         {"r.json": b"\xff\x00"}), "not JSON")
 _add("bisect: --from-report wrong shape", (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", "x"],
-                                           {"r.json": json.dumps(_report_with(cases={})).encode()}), "must be lists")
+                                           {"r.json": json.dumps(_report_with(cases={})).encode()}), "is not of type")
 
 # --- output folders ----------------------------------------------------------------------------------
 _add("report: --out names a file", (["report", "{G}", "--out", "{F}"],

@@ -120,3 +120,26 @@ def test_report_files_share_one_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert modes == {0o666 & ~mask}
+
+
+@pytest.mark.e2e
+def test_a_run_that_fills_the_disk_is_one_line_exit_2_and_keeps_finished_results(tmp_path):
+    """A real cell fills a 12 KiB tmpfs with results mid-run: exit 2, and what finished stays readable."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        proc = _harness("run", "--cell", "jax060-cpu", "--out", str(disk / "r"), "--", "tests/drills/test_slow.py")
+        line = _one_error_line(proc)
+        assert "No space left on device" in line
+        results = disk / "r" / "results" / "jax060-cpu.jsonl"
+        report = _harness("report", str(results), "--out", str(tmp_path / "rep"))
+        assert report.returncode == 1, report.stderr  # incomplete is news, never green
+        doc = json.loads((tmp_path / "rep" / "report.json").read_text())
+        assert doc["counts"].get("ok", 0) >= 1 and doc["counts"].get("incomplete", 0) >= 1, doc["counts"]
+        assert _stray(disk / "r" / "results") == []
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

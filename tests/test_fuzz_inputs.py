@@ -1,4 +1,4 @@
-"""Fuzz: generated YAML and JSON-lines fed to validate, matrix, report and diff end in exit 0, 1 or 2,
+"""Fuzz: generated YAML and JSON-lines fed to validate, matrix, report, diff and history end in exit 0, 1 or 2,
 never a traceback or an internal error, and a rejection is exactly one line on stderr.
 
 The generators build near-valid documents (the real keys and record types, wrong types and shapes
@@ -101,24 +101,45 @@ def results_files(draw) -> bytes:
     return _damage(b"\n".join(lines) + b"\n", draw)
 
 
+def _paths(node, prefix=()):
+    """Every path into a JSON document (for mutations)."""
+    yield prefix
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        yield from _paths(v, prefix + (k,))
+
+
 @st.composite
 def report_docs(draw) -> bytes:
+    """A well-formed report.json (random cells, cases, verdicts, numerics); a third get mutated or damaged."""
+    from harness.outcomes import VERDICTS
+
+    cells = draw(st.lists(st.sampled_from(["a-cpu", "b-cpu", "c|<!---tpu"]), min_size=1, max_size=3, unique=True))
     numerics = st.fixed_dictionaries({"numerics": st.fixed_dictionaries({"max_abs_err": scalars, "atol": scalars})})
-    result = st.fixed_dictionaries({"verdict": st.sampled_from(["ok", "regression", "fixed", "crash", "x"])},
-                                   optional={"observations": st.one_of(numerics, numerics, _tree(("numerics",))),
-                                             "raw": scalars})
-    good_case = st.fixed_dictionaries({"id": st.sampled_from(["suites/x.py::t", "suites/y.py::u", "a\x1b|`<!--"]),
-                                       "results": st.dictionaries(st.sampled_from(["a-cpu", "b-cpu"]), result, max_size=2)})
-    cases = st.lists(good_case, max_size=4)
-    bad_cases = st.lists(st.one_of(good_case, _tree(("id", "results", "verdict"))), max_size=4)
-    cell = st.fixed_dictionaries({"cell": st.sampled_from(["a-cpu", "b-cpu"]), "verdict": st.sampled_from(["complete", "incomplete"])},
-                                 optional={"status": scalars, "reason": scalars,
-                                           "expectation": st.one_of(st.none(), st.just({"id": "x", "link": "none filed"})) if draw(st.integers(0, 5)) else scalars,
-                                           "pins": st.one_of(st.just({"jax": "0.6.0"}), _tree(("jax",)))})
-    broken = draw(st.integers(0, 3)) == 0  # a quarter of the documents break the shape somewhere
-    doc = {"schema_version": draw(st.sampled_from([1, "1", 2])) if broken else 1,
-           "cases": draw(st.one_of(bad_cases, _tree(("id",)))) if broken else draw(cases),
-           "cells": draw(st.one_of(st.lists(cell, max_size=3), _tree(("cell",)))) if broken else draw(st.lists(cell, max_size=3))}
+    result = st.fixed_dictionaries({"raw": st.sampled_from(["pass", "fail", "crash", "skip", "incomplete"]),
+                                    "verdict": st.sampled_from(VERDICTS)},
+                                   optional={"observations": st.one_of(st.none(), numerics), "message": st.one_of(st.none(), st.text(max_size=20)),
+                                             "expectation": st.just({"id": "x", "link": "none filed", "reason": "r"})})
+    case_ids = st.sampled_from(["suites/x.py::t", "suites/y.py::u[a b]", "a\x1b|`<!--"])
+    cases = draw(st.dictionaries(case_ids, st.dictionaries(st.sampled_from(cells), result, max_size=len(cells)), max_size=3))
+    doc = {"schema_version": 1, "generated_at": draw(st.sampled_from(["2026-11-22T00:00:00+00:00", "2026-11-23T00:00:00+00:00"])),
+           "counts": {}, "errors": [],
+           "cells": [{"cell": c, "device": "cpu", "status": "complete", "reason": "", "verdict": "complete",
+                      "pins": {"jax": "0.6.0"}, "install_line": "pip install jax==0.6.0", "versions": {"jax": "0.6.0"},
+                      "devices": {}, "python": "3.11", "platform": "linux", "run_env": {}, "counts": {},
+                      "stale_expectations": [], "expectation": None} for c in cells],
+           "cases": [{"id": i, "family": "x", "results": r} for i, r in cases.items()]}
+    broken = draw(st.integers(0, 2)) == 0
+    if broken:
+        for _ in range(draw(st.integers(1, 3))):
+            path = draw(st.sampled_from(list(_paths(doc))[1:]))
+            parent = doc
+            for k in path[:-1]:
+                parent = parent[k]
+            if isinstance(parent, dict) and draw(st.booleans()):
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = draw(_tree(("id", "cell", "verdict", "raw")))
     data = json.dumps(doc, default=str).encode("utf-8", "surrogatepass")
     return _damage(data, draw) if broken else data
 
@@ -168,8 +189,10 @@ def test_fuzz_results_jsonl(tmp_path, capsys, data):
 @given(old=report_docs(), new=report_docs())
 def test_fuzz_diff(tmp_path, capsys, old, new):
     a, b = _write(tmp_path, "old.json", old), _write(tmp_path, "new.json", new)
-    rc = main(["diff", str(a), str(b), "--markdown", str(tmp_path / "d.md")])
-    _check("diff", rc, capsys.readouterr().err)
+    for argv in (["diff", str(a), str(b), "--markdown", str(tmp_path / "d.md")],
+                 ["history", str(a), str(b), "--out", str(tmp_path / "h")]):  # history re-renders the html too
+        rc = main(argv)
+        _check(argv[0], rc, capsys.readouterr().err)
 
 
 @settings(max_examples=3, deadline=None, derandomize=True, database=None,

@@ -29,7 +29,12 @@ examples:
       --package jax --good 0.5.3 --bad 0.10.2
   python -m harness matrix --format github                 # CI shard list
 
-exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad input.
+exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeouts / env errors /
+  incomplete cells (a killed run, cases that never finished, zero tests, a module that fails to
+  import), 2 bad input, 3 a harness bug, 128+N stopped by signal N (its children are stopped too).
+
+environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
+  importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
 """
 
 

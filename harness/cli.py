@@ -85,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
 
-    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml")
+    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml",
+                       description="Merge cell results and judge them again: raw outcomes against the known "
+                                   "issues (--expectations) and API presence against the API release ranges "
+                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl",
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -101,8 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
     _add_sweep_args(p)
 
-    p = sub.add_parser("validate", help="validate matrix and known-issues files (exit 2 on the first error)")
-    p.add_argument("files", nargs="*", type=Path)
+    p = sub.add_parser("validate", help="validate matrix, known-issues and API-range files (exit 2 on the first error)",
+                       description="Validate matrices, known issues (matrices/known_issues/) and API release "
+                                   "ranges (matrices/apis/); with no FILES, every one of them.")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILES")
 
     try:
         from harness.bisect.cli import add_bisect_parser

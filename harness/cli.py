@@ -32,6 +32,24 @@ exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad i
 """
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (like every other bad input), exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of seconds above zero (a 0 or negative timeout would kill every test)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
+    return value
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="build cell envs and run the suites in each, then report",
                        description="Build each cell's env (uv, cached) and run the suites in it, one "
@@ -44,7 +62,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: reports)")
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS,
                    help="known-issues file or folder (default: matrices/known_issues)")
-    p.add_argument("--timeout", type=int, metavar="S", help="per-test timeout, overrides the matrix's timeout_s")
+    p.add_argument("--timeout", type=positive_int, metavar="S", help="per-test timeout, overrides the matrix's timeout_s")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news")
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
@@ -53,7 +71,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs test to keep README and --help in step)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m harness", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
                     "suites in exact version cells, judge results against known upstream issues, "

@@ -84,10 +84,15 @@ def test_bad_input_is_one_line_exit_2(name, tmp_path):
     assert expected in lines[0], lines[0]
 
 
-def test_unknown_subcommand_and_option_are_argparse_usage_errors():
-    for argv in (["frobnicate"], ["run", "--frob"]):
+def test_usage_errors_are_one_line_exit_2():
+    for argv, expected in ((["frobnicate"], "invalid choice: 'frobnicate'"), (["run", "--frob"], "unrecognized arguments: --frob"),
+                           (["run", "--timeout", "-5"], "-5 must be a positive number of seconds"),
+                           (["run", "--timeout", "true"], "'true' is not a whole number of seconds"),
+                           (["matrix", "--format", "xml"], "invalid choice: 'xml'"), ([], "required")):
         proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=REPO, capture_output=True, text=True)
-        assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (argv, proc.stderr)
+        assert expected in lines[0] and "--help" in lines[0]
 
 
 @pytest.mark.e2e

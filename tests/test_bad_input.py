@@ -184,3 +184,22 @@ def test_the_catalogue_is_large_and_covers_every_command():
     kinds = {name.split(":")[0] for name in CATALOGUE}
     assert {"matrix", "issues", "results", "diff", "bisect", "run", "report"} <= kinds
     assert len(CATALOGUE) >= 150
+
+
+def test_declared_ids_read_the_suites_parametrize_statically():
+    """bisect rejects a [param] from this static read, so it must agree with pytest's ids (checked
+    against `pytest suites --collect-only` in a cell when written; here on known cases)."""
+    import ast
+
+    from harness.testids import declared_ids
+
+    assert declared_ids("suites/call_jax/test_non_tensor_inputs.py::test_static_scalar[none-kwarg]") >= {"none-kwarg", "int-arg"}
+    assert declared_ids(SHARD) == {"base", "pvary", "pcast", "no_replication_check"}
+    assert declared_ids("suites/shard_map/test_linearize_transpose.py::test_grad_of_shard_map_with_pvary") == {""}
+    assert declared_ids("suites/nope.py::test_x[a]") is None  # unknown: never a reason to reject
+    for f in sorted(REPO.glob("suites/**/test_*.py")):
+        rel = f.relative_to(REPO).as_posix()
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                ids = declared_ids(f"{rel}::{node.name}")
+                assert ids is None or (ids and all(isinstance(i, str) for i in ids))

@@ -10,6 +10,8 @@ within the same run, since this machine's noise moves absolute numbers):
   report  render time and HTML size for a synthetic 10,000-result report
   sweep   the jax release sweep (--sweep-spec, default every release 0.4.38..0.10.2) over the
           jax-only families, cold (empty env and uv caches) once, then warm
+  parallel  warm `run -j 1` vs the default -j, alternated in one run: the default matrix, and
+          the jax sweep (--sweep-spec) over the jax-only families once
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Callable
 from harness.cellrun import REPO
 from harness.errors import UserError
 
-SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep")
+SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep", "parallel")
 JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
 JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
 SHARD_MAP_BASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
@@ -148,6 +150,29 @@ def bench_matrix(repeat: int) -> dict:
     return out
 
 
+def bench_parallel(repeat: int, cells: tuple[str, ...] = (), sweep_spec: str | None = None) -> dict:
+    """Warm wall time with -j 1 and with the default -j, side by side: the default matrix (or `cells`),
+    and the jax sweep over the jax-only families once each (it is long)."""
+    def side_by_side(base: list[str], tail: list[str], n: int) -> dict:
+        with tempfile.TemporaryDirectory() as d:
+            _run([*base, "--out", d, "--no-report", "-j", "1", *tail])  # warm every env first
+        serial, par = [], []
+        for _ in range(n):  # alternate, so drift on a shared machine hits both alike
+            for jobs, samples in ((["-j", "1"], serial), ([], par)):
+                with tempfile.TemporaryDirectory() as d:
+                    samples.append(_timed(lambda: _run([*base, "--out", d, *jobs, *tail])))
+        s, p = _stats(serial), _stats(par)
+        return {"serial_s": s, "parallel_s": p, "ratio": p["median"] / s["median"]}
+
+    run = [sys.executable, "-m", "harness", "run"]
+    out = side_by_side([*run, *[a for c in cells for a in ("--cell", c)]], [], repeat)
+    out["targets"] = {"ratio <= 0.6": out["ratio"] <= 0.6}
+    if sweep_spec:
+        sw = side_by_side([*run, "--sweep", sweep_spec], ["--", *JAX_ONLY_SUITES], 1)
+        out["sweep"] = {"spec": sweep_spec, **sw, "targets": {"ratio <= 0.55": sw["ratio"] <= 0.55}}
+    return out
+
+
 def bench_sweep(spec: str, repeat: int) -> dict:
     """A release sweep over the jax-only families: cold (empty env + uv caches) once, then warm."""
     from harness.sweep import from_spec
@@ -221,7 +246,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     runners = {"env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
                "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
                "report": lambda: bench_report(args.repeat),
-               "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat)}
+               "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat),
+               "parallel": lambda: bench_parallel(args.repeat, sweep_spec=args.sweep_spec)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:
@@ -260,6 +286,14 @@ def _print_table(r: dict) -> None:
     if "sweep" in r and "error" not in r["sweep"]:
         sw = r["sweep"]
         rows.append((f"sweep {sw['spec']}, {sw['cells']} cells (s)", med(sw, "warm_s"), f"cold {med(sw, 'cold_s')} s"))
+    if "parallel" in r and "error" not in r["parallel"]:
+        pr = r["parallel"]
+        rows.append(("default matrix, default -j (s)", med(pr, "parallel_s"),
+                     f"-j 1 {med(pr, 'serial_s')} s, ratio {pr['ratio']:.2f}"))
+        if "sweep" in pr:
+            sp = pr["sweep"]
+            rows.append((f"sweep {sp['spec']}, default -j (s)", med(sp, "parallel_s"),
+                         f"-j 1 {med(sp, 'serial_s')} s, ratio {sp['ratio']:.2f}"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

@@ -50,21 +50,45 @@ def positive_int(text: str) -> int:
     return value
 
 
+RUN_ENV_HELP = """\
+environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest):
+  SEAMS_TIMEOUT=S   default for --timeout
+  SEAMS_JOBS=N      default for -j
+  SEAMS_VERBOSE=1   same as -v
+
+examples:
+  python -m harness run -j 2                               # up to 2 cells at once
+  python -m harness run --cell jax060-cpu -- -k linearize  # extra args go to pytest
+  tox -e jax060-cpu -- -k shard_map                         # the same under tox
+  SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
+"""
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="build cell envs and run the suites in each, then report",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_ENV_HELP,
                        description="Build each cell's env (uv, cached) and run the suites in it, one "
                                    "process per cell; results stream to OUT/results/CELL.jsonl, then the "
-                                   "compatibility report is written to OUT.")
+                                   "compatibility report is written to OUT (or --report-dir).")
     p.add_argument("--matrix", action="append", type=Path, metavar="FILE",
                    help="matrix YAML (repeatable; default: matrices/default.yaml)")
     p.add_argument("--cell", action="append", metavar="NAME",
                    help="run only this cell (repeatable); looked up in every matrices/*.yaml unless --matrix is given")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: reports)")
+    p.add_argument("--report-dir", type=Path, metavar="DIR",
+                   help="write the report here instead of OUT (tox: reports/cells/CELL, so cells never overwrite "
+                        "each other's report; merge them with `harness report reports/results`)")
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS,
                    help="known-issues file or folder (default: matrices/known_issues)")
-    p.add_argument("--timeout", type=positive_int, metavar="S", help="per-test timeout, overrides the matrix's timeout_s")
+    p.add_argument("--timeout", type=positive_int, metavar="S",
+                   help="per-test timeout, overrides the matrix's timeout_s (default: $SEAMS_TIMEOUT)")
+    p.add_argument("-j", "--jobs", type=int, metavar="N",
+                   help="run up to N cells at once (default: $SEAMS_JOBS, else as many as the cores carry: "
+                        "a torch/torch_xla cell weighs a core, a jax-only cell half of one); 1 = one after another")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
+    p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
+    p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
     _add_sweep_args(p)
 
@@ -80,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
 
     p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml")
-    p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl")
+    p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl",
+                   help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS)
 
@@ -145,26 +170,109 @@ def _prepare(cell, progress):
     return ensure_env(cell, log=lambda m: progress(cell.name, {"event": "env", "message": m}))
 
 
+def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
+    """Fill an unset `run` option from its SEAMS_* variable (how tox users pass harness options)."""
+    raw = os.environ.get(var, "").strip()
+    if getattr(args, attr) is not None or not raw:
+        return
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UserError(f"{var}={raw!r}: expected a whole number of at least 1")
+    setattr(args, attr, value)
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    _env_option(args, "timeout", "SEAMS_TIMEOUT")
+    _env_option(args, "jobs", "SEAMS_JOBS")
+    if os.environ.get("SEAMS_VERBOSE", "").strip() not in ("", "0"):
+        args.verbose = True
+    for flag, value in (("--timeout", args.timeout), ("-j", args.jobs)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} {value}: expected a whole number of at least 1")
+
+
+def _die_with_parent() -> None:
+    """A -j worker gets SIGINT (its normal clean-up path) when the parent harness dies (Linux)."""
+    import ctypes
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if our parent was started ignoring it
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGINT, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        raise KeyboardInterrupt
+
+
+def _note_replaced_report(report_dir: Path, cells: list, console) -> None:
+    """Say so when this run's report replaces one that covered other cells (no silent loss)."""
+    old = report_dir / "report.json"
+    try:
+        before = {c["cell"] for c in json.loads(old.read_text())["cells"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    dropped = sorted(before - {c.name for c in cells})
+    if dropped:
+        shown = ", ".join(dropped[:6]) + (f" and {len(dropped) - 6} more" if len(dropped) > 6 else "")
+        console.print(f"note: replacing {old}, which also covered {shown}; their results stay in their "
+                      f"results files: python -m harness report DIR/results merges every cell into one report")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run cells and (unless --no-report) render the report; exit 1 on news."""
+    """Run cells (up to -j at once) and, unless --no-report, render the report; exit 1 on news."""
+    from harness.expectations import load_expectations
+    from harness.parallel import cell_from_json, default_jobs, run_parallel
+    from harness.progress import CellProgress, EventStream
+
+    # A -j worker gets its cell whole from the parent (sweep cells are not in any YAML file).
+    if args.worker_cell:
+        cells = [cell_from_json(args.worker_cell)]
+    else:
+        from harness.floating import resolve_cells
+
+        cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
+    load_expectations(args.expectations)  # fail fast on a malformed known-issues file
+    _check_run_options(args)
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line before any work
+    check_writable(args.out / "results")
+    if args.progress_events:
+        _die_with_parent()
+    jobs = args.jobs or default_jobs(cells)
+    report_dir: Path = args.report_dir or args.out
+    if jobs > 1 and len(cells) > 1 and not args.progress_events:
+        progress = CellProgress(verbose=args.verbose, name_cells=True)
+        files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out,
+                                            expectations=args.expectations, timeout=args.timeout,
+                                            verbose=args.verbose, pytest_args=args.pytest_args,
+                                            progress=progress, weighted=args.jobs is None)
+        if errors:  # a worker hit bad input or a harness bug: no report from a partial run
+            return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
+        if args.no_report:
+            return 1 if any(codes) else 0
+        _note_replaced_report(report_dir, cells, progress.console)
+        from harness.report import report_command
+
+        return report_command(files, report_dir, args.expectations)
+    return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
+                       else CellProgress(verbose=args.verbose))
+
+
+def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progress) -> int:
+    """One cell after another, preparing the next cells' envs in the background."""
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.cellrun import run_cell
     from harness.devices import available
     from harness.envs import ensure_env
-    from harness.expectations import load_expectations
-    from harness.floating import resolve_cells
     from rich.markup import escape
 
-    from harness.progress import CellProgress
-
-    cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
-    load_expectations(args.expectations)  # fail fast on a malformed known-issues file
-    from harness.safeio import check_writable
-
-    check_writable(args.out)  # a read-only or file --out: one line before any work
-    check_writable(args.out / "results")
-    progress = CellProgress(verbose=args.verbose)
     out: Path = args.out
     files = []
     runs = []
@@ -174,7 +282,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ready = {cell.name: pool.submit(_prepare, cell, progress) for cell in cells
                  if available(cell.device)[0]}
         for i, cell in enumerate(cells, 1):
-            progress.console.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
+            progress.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
             fut = ready.get(cell.name)
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
@@ -184,6 +292,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             runs.append(run)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+        if hasattr(progress, "close"):
+            progress.close()
     if args.no_report:
         from harness.outcomes import FAILING_VERDICTS
 
@@ -192,13 +302,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1 if bad else 0
     from harness.report import report_command
 
-    return report_command(files, out, args.expectations)
+    if hasattr(progress, "console"):
+        _note_replaced_report(report_dir, cells, progress.console)
+    return report_command(files, report_dir, args.expectations)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.report import report_command
 
-    return report_command(args.results, args.out, args.expectations)
+    # A folder stands for every results file in it (tox's `report` env cannot glob).
+    paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) or [p] if p.is_dir() else [p])]
+    return report_command(paths, args.out, args.expectations)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -14,8 +14,6 @@ from __future__ import annotations
 from types import ModuleType
 from typing import NoReturn
 
-import pytest
-
 API_ABSENT = "api absent"
 NOT_IN_CELL = "not in cell"
 
@@ -44,6 +42,8 @@ def api_absent(api: str, detail: str = "") -> NoReturn:
 
     The message starts `api absent: NAME` so reports and bisection can tell it from any other skip.
     """
+    import pytest  # late: the harness CLI imports this module (bisect, sweeps) where pytest is absent (tox envs)
+
     found(api, False)
     pytest.skip(f"{API_ABSENT}: {api}" + (f" ({detail})" if detail else ""))
 
@@ -59,5 +59,7 @@ def require(module: str) -> ModuleType:
 
     top = module.split(".")[0]
     if importlib.util.find_spec(top) is None:
+        import pytest
+
         pytest.skip(f"{NOT_IN_CELL}: {top} is not installed in this cell")
     return importlib.import_module(module)

@@ -1,0 +1,121 @@
+"""`harness run -j N`: the scheduler's defaults, the same results as a serial run, and no pytest
+left behind when the run is interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import parallel
+from harness.cell import Cell
+
+REPO = Path(__file__).resolve().parent.parent
+CELLS = ("jax053-cpu", "jax060-cpu")
+
+
+def _cell(name: str, **pins: str) -> Cell:
+    return Cell(name=name, device="cpu", pins=pins)
+
+
+def test_torch_cells_weigh_a_core_jax_cells_half():
+    assert parallel.cell_weight(_cell("x", torch="2.9.0", torch_xla="2.9.0", jax="0.7.1")) == parallel.HEAVY
+    assert parallel.cell_weight(_cell("t", torch="2.9.0", torchax="0.0.4")) == parallel.HEAVY
+    assert parallel.cell_weight(_cell("j", jax="0.6.0", jaxlib="0.6.0")) == parallel.LIGHT < parallel.HEAVY
+
+
+@pytest.mark.parametrize("ncores, kinds, expected", [
+    (2, "jjjj", 4), (2, "jjjjj", 4), (2, "xxxx", 2), (2, "jjxx", 3), (1, "x", 1), (1, "xxx", 1), (8, "jjxx", 4),
+])
+def test_default_jobs_fill_the_cores_by_weight(monkeypatch, ncores, kinds, expected):
+    monkeypatch.setattr(parallel, "cores", lambda: ncores)
+    cells = [_cell(f"c{i}", jax="0.6.0") if k == "j" else _cell(f"c{i}", torch="2.9.0", torch_xla="2.9.0")
+             for i, k in enumerate(kinds)]
+    assert parallel.default_jobs(cells) == expected
+
+
+def test_bad_jobs_value_is_one_line_and_exit_2():
+    for argv, env in ((["-j", "0"], {}), ([], {"SEAMS_JOBS": "many"}), ([], {"SEAMS_TIMEOUT": "-3"})):
+        proc = subprocess.run([sys.executable, "-m", "harness", "run", "--cell", "jax053-cpu", *argv], cwd=REPO,
+                              capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
+        assert proc.returncode == 2, (argv, env, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def _run(out: Path, jobs: int, *pytest_args: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "harness", "run", *sum((["--cell", c] for c in CELLS), []), "-j", str(jobs),
+            "--out", str(out), "--", *pytest_args]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def _verdicts(report: Path) -> dict:
+    doc = json.loads(report.read_text())
+    cells = {c["cell"]: (c["status"], c["counts"]) for c in doc["cells"]}
+    cases = {(case["id"], cell): (r["raw"], r["verdict"], r["message"])
+             for case in doc["cases"] for cell, r in case["results"].items()}
+    return {"cells": cells, "cases": cases, "counts": doc["counts"]}
+
+
+@pytest.mark.e2e
+def test_parallel_run_writes_what_a_serial_run_writes(tmp_path):
+    serial, par = _run(tmp_path / "serial", 1, "-k", "linearize"), _run(tmp_path / "par", 2, "-k", "linearize")
+    assert serial.returncode == par.returncode == 0, serial.stderr[-2000:] + par.stderr[-2000:]
+    for sub in ("results", "logs"):
+        assert sorted(p.name for p in (tmp_path / "serial" / sub).iterdir() if not p.name.endswith(".lock")) == \
+            sorted(p.name for p in (tmp_path / "par" / sub).iterdir() if not p.name.endswith(".lock"))
+    s, p = _verdicts(tmp_path / "serial" / "report.json"), _verdicts(tmp_path / "par" / "report.json")
+    assert s == p and set(s["cells"]) == set(CELLS) and s["cases"]
+    for name in ("report.html", "report.md", "junit.xml"):
+        assert (tmp_path / "par" / name).is_file()
+    assert "== cell 2/2" in par.stderr
+
+
+def _pytests_writing_to(root: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                continue
+            if "pytest" in cmd and str(root) in cmd:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path, sig):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sum((["--cell", c] for c in CELLS), []),
+                             "-j", "2", "--out", str(out), "--no-report", "--", "tests/drills/test_slow.py"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(_pytests_writing_to(out)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(_pytests_writing_to(out)) >= 2, "both cells' pytest should be running"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "Traceback" not in err, err
+    deadline = time.monotonic() + parallel.GRACE_S + 2
+    while _pytests_writing_to(out) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _pytests_writing_to(out), "a cell's pytest outlived the interrupted run"
+
+
+def test_a_worker_gets_exactly_the_parents_cell():
+    import dataclasses
+
+    from harness.matrix import catalogue
+
+    cells = list(catalogue().cells)
+    cells.append(dataclasses.replace(cells[0], name="float-cpu", floating={"jax": "nightly"},
+                                     extra_index_urls=("https://example.invalid/simple",), find_links=("wheels",)))
+    for c in cells:
+        assert parallel.cell_from_json(parallel.cell_to_json(c)) == c, c.name

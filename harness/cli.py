@@ -311,7 +311,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.report import report_command
 
     # A folder stands for every results file in it (tox's `report` env cannot glob).
-    paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) or [p] if p.is_dir() else [p])]
+    paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
+    if not paths:
+        raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
     return report_command(paths, args.out, args.expectations)
 
 

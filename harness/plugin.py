@@ -179,10 +179,13 @@ def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
 
 
 def _falsifying_example(exc: BaseException) -> str | None:
-    """Hypothesis's "Falsifying example: ..." note (and what follows it), if the failure carries one."""
+    """Hypothesis's note naming the failing input (and what follows it), if the failure carries one."""
     notes = [str(n) for n in getattr(exc, "__notes__", None) or []]
     for i, note in enumerate(notes):
-        if note.startswith("Falsifying example"):
+        # "Falsifying example: ..." (hypothesis < 6.16x), "Failing test case: ..." (later),
+        # "Falsifying/Failing explicit example: ..." for an @example.
+        if note.startswith(("Falsifying example", "Falsifying explicit example", "Failing explicit example",
+                            "Failing test case")):
             return "\n".join(notes[i:])[:2000]
     return None
 
@@ -190,8 +193,8 @@ def _falsifying_example(exc: BaseException) -> str | None:
 def _raw_outcome(call: pytest.CallInfo) -> tuple[str, str | None, str | None]:
     """(raw outcome, error type, first lines of the message) from the call's exception.
 
-    A failed hypothesis property leads with its falsifying example, so the report and the repro
-    name the input that failed (the exception's own text follows it).
+    A failed hypothesis property's message ends with its failing example, so the report and the
+    repro name the input that failed.
     """
     if call.excinfo is None:
         return "pass", None, None
@@ -200,8 +203,8 @@ def _raw_outcome(call: pytest.CallInfo) -> tuple[str, str | None, str | None]:
         return "skip", None, str(getattr(exc, "msg", exc))
     lines = str(exc).strip().splitlines()[:_MESSAGE_LINES]
     example = _falsifying_example(exc)
-    if example:
-        lines = [example] + lines
+    if example:  # after the error's own lines: a report's one-line summary stays the error
+        lines = [*lines, example]
     message = "\n".join(lines)[:4000]
     outcome = "fail" if call.when == "call" else "error"
     return outcome, call.excinfo.typename, message

@@ -64,6 +64,7 @@ class CellResults:
     duration_s: float | None = None
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
+    floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.floating)
 
     def versions(self) -> dict[str, str]:
         """Installed versions as the run reported them, else the pins (env-error cells)."""
@@ -187,7 +188,9 @@ def read_results(path: Path) -> CellResults:
                 raise UserError(f"{path}:{i}: results must begin with a CellStart record, found {kind}")
             res = CellResults(path=path, cell=rec["cell"], device=rec["device"], pins=dict(rec["pins"]),
                               install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
-                              started_at=rec.get("started_at", ""))
+                              started_at=rec.get("started_at", ""),
+                              floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
+                              if isinstance(rec.get("floating"), dict) else {})
             continue
         if kind == "CellStart":
             raise UserError(f"{path}:{i}: a second CellStart: two runs were written into one file")

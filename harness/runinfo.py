@@ -12,6 +12,7 @@ from typing import Any
 PACKAGES = (
     "jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "libtpu", "libtpu-nightly",
     "torch", "torch-xla", "torchax", "flax", "optax", "numpy", "ml-dtypes",
+    "absl-py",  # undeclared by jax.export 0.4.30 - 0.6.1: known issues condition on it
 )
 _ENV_PREFIXES = ("JAX_", "XLA_", "PJRT_", "TPU_", "CUDA_VISIBLE", "TF_CPP")
 

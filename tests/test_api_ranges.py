@@ -165,7 +165,7 @@ def test_a_report_rerendered_with_a_corrected_range_changes_without_rerunning(tm
 
 
 FAKE_SUITE = """
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from harness.compat import api_absent, found
 
@@ -182,6 +182,12 @@ def test_there():
 @given(st.integers(min_value=0, max_value=1000))
 def test_property(n):
     assert n < 17, "too big"
+
+
+@example(n=5)
+@given(st.integers(min_value=0, max_value=3))
+def test_explicit(n):
+    assert n < 5, "explicit too big"
 """
 FAKE_RANGES = """apis:
   - {api: fake.gone, package: numpy, shipped: "%s", evidence: e, link: none filed}
@@ -230,5 +236,8 @@ def test_a_failed_property_names_its_falsifying_example(tmp_path):
     _rc, res = _run_fake(tmp_path, gone="<1", there=">=1")
     prop = res["test_property"]
     assert prop["raw"] == "fail"
-    assert "Falsifying example" in prop["message"] and "n=17" in prop["message"]
+    assert prop["message"].startswith("too big")
+    assert ("Falsifying example" in prop["message"] or "Failing test case" in prop["message"]) and "n=17" in prop["message"]
     assert "n=17" in prop["observations"]["falsifying_example"]
+    explicit = res["test_explicit"]
+    assert "explicit example" in explicit["message"] and "n=5" in explicit["message"]

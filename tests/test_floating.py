@@ -100,3 +100,20 @@ def test_run_records_an_unresolvable_nightly_as_env_error(tmp_path, release_inde
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     [cell] = report["cells"]
     assert cell["status"] == "env-error" and "not a development (.dev) version" in cell["reason"]
+
+
+def test_report_shows_what_a_floating_pin_resolved_to(tmp_path):
+    from results_fixtures import SHARD, case, cell_file
+
+    from harness.report import report_command
+
+    path = cell_file(tmp_path, "jaxlatest-cpu", "0.10.2", [case(SHARD, "pass")])
+    lines = path.read_text().splitlines()
+    start = json.loads(lines[0])
+    start["floating"] = {"jax": "latest", "jaxlib": "latest"}
+    path.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    (tmp_path / "known.yaml").write_text("issues: []\n")
+    report_command([path], tmp_path / "out", tmp_path / "known.yaml")
+    [cell] = json.loads((tmp_path / "out" / "report.json").read_text())["cells"]
+    assert cell["floating"] == {"jax": "latest", "jaxlib": "latest"} and cell["versions"]["jax"] == "0.10.2"
+    assert "jax 0.10.2 (latest)" in (tmp_path / "out" / "report.md").read_text()

@@ -119,3 +119,16 @@ def test_a_worker_gets_exactly_the_parents_cell():
                                      extra_index_urls=("https://example.invalid/simple",), find_links=("wheels",)))
     for c in cells:
         assert parallel.cell_from_json(parallel.cell_to_json(c)) == c, c.name
+
+
+@pytest.mark.e2e
+def test_a_worker_that_cannot_run_its_cell_fails_the_run_without_a_report(tmp_path):
+    from filelock import FileLock
+
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    with FileLock(str(out / "results" / "jax053-cpu.jsonl.lock")):  # another run is writing that cell
+        proc = _run(out, 2, "-k", "linearize_transpose and base")
+    assert proc.returncode == 2, proc.stderr
+    assert "jax053-cpu: exit 2" in proc.stderr and "another run" in proc.stderr, proc.stderr
+    assert not (out / "report.json").exists(), "no report from a partial run"

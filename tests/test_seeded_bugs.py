@@ -48,3 +48,18 @@ def test_stripping_the_host_attribute_makes_compute_on_fail(tmp_path):
     assert _run(tmp_path, "jax0102-cpu", None, HOST).raw == "pass"
     seeded = _run(tmp_path, "jax0102-cpu", "strip_host_attr", HOST)
     assert seeded.raw == "fail" and "_xla_compute_type" in (seeded.message or "")
+
+
+TRANSPOSE_PROPERTY = "suites/shard_map/test_properties.py::test_linear_transpose_is_the_adjoint"
+VECTOR_CASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[no_replication_check]"
+
+
+def test_the_shard_map_property_finds_a_transpose_bug_the_hand_written_case_misses(tmp_path):
+    assert _run(tmp_path, "jax060-cpu", None, TRANSPOSE_PROPERTY).raw == "pass"
+    # The hand-written case transposes a vector: blind to this seed.
+    assert _run(tmp_path, "jax060-cpu", "transpose_off_for_matrices", VECTOR_CASE).raw == "pass"
+    seeded = _run(tmp_path, "jax060-cpu", "transpose_off_for_matrices", TRANSPOSE_PROPERTY)
+    assert seeded.raw == "fail", seeded
+    # The results record names the input hypothesis shrank to (the report and repro show it).
+    assert "prog=Program(" in (seeded.message or ""), seeded.message
+    assert "prog=Program(" in seeded.observations.get("falsifying_example", "")

@@ -149,3 +149,9 @@ def test_the_harness_cli_needs_no_pytest_on_the_host():
             "print([c.name for c in _cells(args.matrix, args.cell, args)], args.pytest_args)\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0 and "['jax053-cpu'] ['-k', 'x']" in proc.stdout, proc.stderr
+
+
+def test_report_of_an_empty_results_folder_is_one_line_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness", "report", str(tmp_path), "--out", str(tmp_path / "o")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "no results files" in proc.stderr

@@ -128,3 +128,35 @@ def lower_text_on_stream(fn: Callable, stream: int, *args: Any) -> str:
         raise
     found(COMPUTE_ON_STREAM, True)
     return text
+
+
+def make_mesh_nd(shape: tuple[int, ...], names: tuple[str, ...]) -> Any:
+    """A mesh of the first prod(shape) devices with Auto axis types (see make_mesh for why not jax.make_mesh)."""
+    from jax.sharding import Mesh
+
+    n = int(np.prod(shape))
+    return Mesh(np.array(jax.devices()[:n]).reshape(shape), names)
+
+
+def mark_varying(kind: str) -> Callable:
+    """(x, axes) -> x marked varying over the manual axes, with pvary or pcast(to='varying')."""
+    return pvary() if kind == "pvary" else pcast_varying()
+
+
+EXPORT = "jax.export"
+
+
+def export_module() -> Any:
+    """jax.export (0.4.30+), or skip as api absent."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("jax.export") is None:
+        api_absent(EXPORT, f"jax {jax.__version__}")
+    # There but failing to import is a finding, not an absence (0.4.30 - 0.6.1 import the
+    # undeclared absl): the ImportError propagates.
+    mod = importlib.import_module("jax.export")
+    if not hasattr(mod, "export"):
+        api_absent(EXPORT, f"jax {jax.__version__}")
+    found(EXPORT, True)
+    return mod

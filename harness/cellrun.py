@@ -6,6 +6,12 @@ own process group. A watchdog reads the results file as it grows: a test running
 timeout is killed and recorded `timeout`; a process that dies mid-test is recorded `crash` with
 its signal; either way pytest is started again with the finished tests deselected, so one bad
 test never loses the rest of the run.
+
+Every phase has a deadline, not only the tests: importing and collecting (SEAMS_COLLECT_TIMEOUT_S,
+default 300 s) and interpreter exit after the last test (SEAMS_EXIT_TIMEOUT_S, default 60 s). A
+hang there is killed and recorded as a `PhaseTimeout` (every finished result kept). The child
+never outlives the harness: its process group is killed on every exit path, and it watches a
+pipe from the harness and the kernel's parent-death signal (harness.lifeline).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Callable, Sequence
 
 from filelock import FileLock, Timeout
 
-from harness import __version__
+from harness import __version__, lifeline
 from harness.cell import Cell
 from harness.devices import available
 from harness.envs import Env, EnvError, ensure_env
@@ -32,6 +38,8 @@ from harness.resultsfile import Tail, append_record
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_VERSION = 1
 MAX_RESUMES = 50
+COLLECT_TIMEOUT_S = 300  # starting the interpreter, importing the suites (jax, torch_xla) and collecting
+EXIT_TIMEOUT_S = 60  # from the last test's end (or pytest's session end) to the process exit
 _POLL_S = 0.2
 
 ProgressFn = Callable[[str, dict], None]
@@ -73,29 +81,55 @@ def _log_tail(path: Path, n: int = 4000) -> str:
 
 @dataclass
 class _Watch:
-    """What the watchdog learned from the results file so far."""
+    """What the watchdog learned from the results file so far (the whole cell, and this attempt)."""
 
     collected: list[str] | None = None
     current: str | None = None
     current_since: float = 0.0
     finished: set[str] = field(default_factory=set)
-    session_finished: bool = False
+    collect_errors: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, int] = field(default_factory=dict)
+    # This attempt (one pytest process): what it collected, when it started, when its work was done.
+    attempt_collected: list[str] | None = None
+    attempt_started: float = 0.0
+    done_since: float | None = None
+
+    def begin_attempt(self) -> None:
+        """A new pytest process starts: its collection and exit are timed afresh."""
+        self.attempt_collected, self.done_since = None, None
+        self.current, self.attempt_started = None, time.monotonic()
+
+    def count(self, raw: str, verdict: str) -> None:
+        """Count one finished case by raw outcome and in-run verdict."""
+        self.outcomes[raw] = self.outcomes.get(raw, 0) + 1
+        self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
+
+    def _check_done(self) -> None:
+        if self.done_since is None and self.attempt_collected is not None and self.current is None \
+                and all(n in self.finished for n in self.attempt_collected):
+            self.done_since = time.monotonic()
 
     def feed(self, rec: dict, progress: ProgressFn, cell: str) -> None:
         kind = rec.get("$report_type")
         if kind == "Collected":
+            if self.attempt_collected is None:
+                self.attempt_collected = list(rec.get("nodeids", []))
+                self._check_done()
             if self.collected is None:
                 self.collected = list(rec.get("nodeids", []))
                 progress(cell, {"event": "collected", "count": len(self.collected)})
+        elif kind == "CollectReport" and rec.get("outcome") == "failed":
+            self.collect_errors += 1
+            self.count("error", "regression")
+            progress(cell, {"event": "test", "nodeid": rec.get("nodeid") or "(collection)", "raw": "error",
+                            "verdict": "regression", "signal": "collection error"})
         elif kind == "TestStart":
             self.current, self.current_since = rec["nodeid"], time.monotonic()
         elif kind == "TestReport":
             for name, value in rec.get("user_properties") or []:
                 if name == "seams":
-                    self.outcomes[value["raw"]] = self.outcomes.get(value["raw"], 0) + 1
-                    self.verdicts[value["verdict"]] = self.verdicts.get(value["verdict"], 0) + 1
+                    self.count(value["raw"], value["verdict"])
                     progress(cell, {"event": "test", "nodeid": rec["nodeid"], "raw": value["raw"],
                                     "verdict": value["verdict"], "done": len(self.finished) + 1,
                                     "total": len(self.collected or [])})
@@ -103,8 +137,38 @@ class _Watch:
                 self.finished.add(rec["nodeid"])
                 if self.current == rec["nodeid"]:
                     self.current = None
+                self._check_done()
         elif kind == "SessionFinish":
-            self.session_finished = True
+            self.current = None
+            if self.done_since is None:
+                self.done_since = time.monotonic()
+
+    def overdue(self, now: float, timeout_s: float, collect_s: float, exit_s: float) -> tuple[str, str] | None:
+        """("test", nodeid) or ("phase", collection|exit) once the running phase is past its deadline."""
+        if self.current is not None:
+            return ("test", self.current) if now - self.current_since > timeout_s else None
+        if self.attempt_collected is None:
+            return ("phase", "collection") if now - self.attempt_started > collect_s else None
+        if self.done_since is not None and now - self.done_since > exit_s:
+            return ("phase", "exit")
+        return None
+
+
+def _phase_timeouts(collect_s: int | None, exit_s: int | None) -> tuple[int, int]:
+    """The collection and exit deadlines: arguments, else SEAMS_COLLECT/EXIT_TIMEOUT_S, else defaults."""
+    out = []
+    for given, var, default in ((collect_s, "SEAMS_COLLECT_TIMEOUT_S", COLLECT_TIMEOUT_S),
+                                (exit_s, "SEAMS_EXIT_TIMEOUT_S", EXIT_TIMEOUT_S)):
+        if given is None:
+            text = os.environ.get(var, "").strip()
+            if not text:
+                given = default
+            elif text.isdigit() and int(text) > 0:
+                given = int(text)
+            else:
+                raise UserError(f"{var}={text!r}: must be a positive whole number of seconds")
+        out.append(given)
+    return out[0], out[1]
 
 
 def run_cell(
@@ -118,12 +182,15 @@ def run_cell(
     log_dir: Path | None = None,
     extra_env: dict[str, str] | None = None,
     env_provider: Callable[[Cell, Callable[[str], None]], Env] = ensure_env,
+    collect_timeout_s: int | None = None,
+    exit_timeout_s: int | None = None,
 ) -> CellRun:
     """Build the cell's env and run pytest in it, writing every result to `results` as it happens.
 
     env_provider lets a caller hand over an env it is already building in the background
     (`harness run` prepares the next cell's env while the current one runs its tests).
     """
+    phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(results) + ".lock")
@@ -132,14 +199,14 @@ def run_cell(
     except Timeout:
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
-        return _run_locked(cell, results, pytest_args, expectations, timeout_s or cell.timeout_s,
+        return _run_locked(cell, results, pytest_args, expectations, timeout_s or cell.timeout_s, phases,
                            progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider)
     finally:
         lock.release()
 
 
 def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
-                timeout_s: int, progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
+                timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
                 env_provider: Callable[[Cell, Callable[[str], None]], Env]) -> CellRun:
     start = time.monotonic()
     # A re-run replaces the cell's previous results; write to a fresh file then move it into place
@@ -161,6 +228,26 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
                              "verdicts": run.verdicts, "duration_s": run.duration_s})
         return run
 
+    try:
+        return _run_started(cell, results, pytest_args, expectations, timeout_s, phases, progress, log_dir,
+                            extra_env, env_provider, run, end)
+    except BaseException as exc:
+        # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
+        # signal handler and the finally blocks kill it); close the file saying why, then unwind.
+        what = (signal.Signals(exc.signum).name if isinstance(exc, lifeline.Terminated)
+                else "SIGINT" if isinstance(exc, KeyboardInterrupt) else type(exc).__name__)
+        try:
+            end("incomplete", f"the harness was stopped ({what}) before the cell finished")
+        except BaseException:
+            pass
+        raise
+
+
+def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
+                 timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
+                 extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
+                 run: CellRun, end: Callable[..., CellRun]) -> CellRun:
+    collect_s, exit_s = phases
     ok, why = available(cell.device)
     if not ok:
         append_record(results, {"$report_type": "CellSkipped", "cell": cell.name, "reason": why})
@@ -183,56 +270,119 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
     tail = Tail(results)
     skip: list[str] = []
     exitstatus = None
+    stopped = ""  # why the cell stopped before running everything (a hang or crash outside the tests)
     for _attempt in range(MAX_RESUMES):
         argv = _pytest_argv(env.python, cell, results, expectations, skip, pytest_args)
-        child_env = {**os.environ, **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
-                     "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device}
-        child_env.pop("VIRTUAL_ENV", None)
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(argv, cwd=REPO, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-            timed_out = _watch(proc, tail, watch, timeout_s, progress, cell.name)
+        watch.begin_attempt()
+        overdue, rc = _attempt_once(argv, cell, extra_env, log_path, tail, watch, (timeout_s, collect_s, exit_s),
+                                    progress)
         for rec in tail.records():  # whatever landed between the last poll and exit
             watch.feed(rec, progress, cell.name)
-        rc = proc.returncode
-        if timed_out is not None:
-            append_record(results, {"$report_type": "TestTimeout", "nodeid": timed_out, "timeout_s": timeout_s})
-            progress(cell.name, {"event": "test", "nodeid": timed_out, "raw": "timeout", "verdict": "timeout"})
-            run.outcomes["timeout"] = run.outcomes.get("timeout", 0) + 1
-            watch.finished.add(timed_out)
+        if overdue is not None and overdue[0] == "test":
+            hung = overdue[1]
+            append_record(results, {"$report_type": "TestTimeout", "nodeid": hung, "timeout_s": timeout_s})
+            progress(cell.name, {"event": "test", "nodeid": hung, "raw": "timeout", "verdict": "timeout"})
+            watch.count("timeout", "timeout")
+            watch.finished.add(hung)
             watch.current = None
+        elif overdue is not None:  # a hang outside any test: record it, keep every result, move on
+            phase = overdue[1]
+            limit = collect_s if phase == "collection" else exit_s
+            append_record(results, {"$report_type": "PhaseTimeout", "phase": phase, "timeout_s": limit,
+                                    "stderr_tail": _log_tail(log_path, 2000)})
+            progress(cell.name, {"event": "test", "nodeid": f"({phase})", "raw": "timeout", "verdict": "timeout"})
+            watch.count("timeout", "timeout")
+            if phase == "collection":
+                stopped = f"hung while importing and collecting: killed after {limit} s; see {log_path}"
+            exitstatus = rc
+            break
         elif watch.current is not None and watch.current not in watch.finished:
             sig = _signal_name(rc)
             append_record(results, {"$report_type": "TestCrash", "nodeid": watch.current, "signal": sig,
                                     "returncode": rc, "stderr_tail": _log_tail(log_path, 2000)})
             progress(cell.name, {"event": "test", "nodeid": watch.current, "raw": "crash", "verdict": "crash",
                                  "signal": sig})
-            run.outcomes["crash"] = run.outcomes.get("crash", 0) + 1
+            watch.count("crash", "crash")
             watch.finished.add(watch.current)
             watch.current = None
-        elif watch.collected is None or watch.session_finished or rc >= 0:
-            exitstatus = rc
-            break
-        else:  # died by a signal outside any test (collection, session start/finish)
-            append_record(results, {"$report_type": "TestCrash", "nodeid": "", "signal": _signal_name(rc),
+        elif rc < 0:  # died by a signal outside any test: while collecting, between tests, or at exit
+            phase = ("collection" if watch.attempt_collected is None
+                     else "exit" if watch.done_since is not None else "outside tests")
+            sig = _signal_name(rc)
+            append_record(results, {"$report_type": "TestCrash", "nodeid": "", "phase": phase, "signal": sig,
                                     "returncode": rc, "stderr_tail": _log_tail(log_path, 2000)})
+            progress(cell.name, {"event": "test", "nodeid": f"({phase})", "raw": "crash", "verdict": "crash",
+                                 "signal": sig})
+            watch.count("crash", "crash")
+            exitstatus = rc
+            if phase != "outside tests":
+                if phase == "collection":
+                    stopped = f"pytest died with {sig} while importing and collecting; see {log_path}"
+                break
+        else:
             exitstatus = rc
             break
         remaining = [n for n in (watch.collected or []) if n not in watch.finished]
         if not remaining:
-            exitstatus = rc
             break
         skip = sorted(watch.finished)
         progress(cell.name, {"event": "resume", "remaining": len(remaining)})
     results.with_name(results.name + ".done.json").unlink(missing_ok=True)
-    run.outcomes = {**watch.outcomes, **{k: v for k, v in run.outcomes.items() if k in ("crash", "timeout")}}
+    run.outcomes = dict(watch.outcomes)
     run.verdicts = dict(watch.verdicts)
     if watch.collected is None:
-        reason = f"pytest ended before collecting (exit {exitstatus}); see {log_path}"
+        reason = stopped or f"pytest ended before collecting (exit {exitstatus}){_telling_line(log_path)}; see {log_path}"
         return end("incomplete", reason, exitstatus)
-    if not watch.collected and not pytest_args:
-        return end("incomplete", "no tests collected", exitstatus)
+    missing = [n for n in watch.collected if n not in watch.finished]
+    if missing:
+        why = stopped or f"pytest stopped early (exit {exitstatus}); see {log_path}"
+        return end("incomplete", f"{len(missing)} of {len(watch.collected)} collected cases did not finish: {why}",
+                   exitstatus)
+    if not watch.collected and not watch.collect_errors:
+        return end("incomplete", "no tests collected (zero tests is never a pass: check the selection after --)",
+                   exitstatus)
     return end("complete", "", exitstatus)
+
+
+def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_path: Path, tail: Tail,
+                  watch: _Watch, limits: tuple[int, int, int], progress: ProgressFn
+                  ) -> tuple[tuple[str, str] | None, int]:
+    """One pytest process, watched to its end: (what overran its deadline, if anything; return code).
+
+    Its process group is killed on the way out whatever happens, so nothing it started survives it.
+    """
+    read_fd, write_fd = os.pipe()  # the lifeline: EOF in the child means the harness is gone
+    child_env = {**os.environ, **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
+                 "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device,
+                 lifeline.LIFELINE_ENV: str(read_fd)}
+    child_env.pop("VIRTUAL_ENV", None)
+    try:
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(lifeline.wrap(argv), cwd=REPO, env=child_env, stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, pass_fds=(read_fd,))
+        lifeline.track(proc)
+        os.close(read_fd)
+        read_fd = -1
+        try:
+            overdue = _watch(proc, tail, watch, limits, progress, cell.name)
+        finally:
+            lifeline.kill_group(proc)
+            lifeline.untrack(proc)
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                os.close(fd)
+    return overdue, proc.returncode
+
+
+def _telling_line(log_path: Path) -> str:
+    """': <the last error line of the log>' (pytest's `E   ...` or `ERROR: ...`), or ''."""
+    lines = [ln.strip() for ln in _log_tail(log_path, 4000).splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith(("E ", "ERROR", "ImportError", "ModuleNotFoundError")) or "Error:" in ln:
+            return ": " + ln.removeprefix("E").strip()[:300]
+    return ""
 
 
 def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | None,
@@ -252,26 +402,18 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
     return argv + list(pytest_args)
 
 
-def _watch(proc: subprocess.Popen, tail: Tail, watch: _Watch, timeout_s: int,
-           progress: ProgressFn, cell: str) -> str | None:
-    """Wait for the child; kill its process group if one test outlives timeout_s (returns that test)."""
+def _watch(proc: subprocess.Popen, tail: Tail, watch: _Watch, limits: tuple[int, int, int],
+           progress: ProgressFn, cell: str) -> tuple[str, str] | None:
+    """Wait for the child; kill its process group once a test or a phase outlives its deadline."""
     while proc.poll() is None:
         for rec in tail.records():
             watch.feed(rec, progress, cell)
-        if watch.current is not None and time.monotonic() - watch.current_since > timeout_s:
-            hung = watch.current
-            _kill_group(proc)
-            return hung
+        late = watch.overdue(time.monotonic(), *limits)
+        if late is not None:
+            lifeline.kill_group(proc)
+            return late
         try:
             proc.wait(timeout=_POLL_S)  # returns as soon as pytest exits, unlike a sleep
         except subprocess.TimeoutExpired:
             pass
     return None
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()

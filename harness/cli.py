@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -294,12 +295,21 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
         pool.shutdown(wait=False, cancel_futures=True)
         if hasattr(progress, "close"):
             progress.close()
-    if args.no_report:
-        from harness.outcomes import FAILING_VERDICTS
+        # An env build still running in the background (uv, the version check) must not outlive
+        # the run, nor hold up the interpreter's exit: kill it (its temporary folder is removed).
+        from harness import lifeline
 
-        bad = any(r.status in ("env-error", "incomplete") or set(r.verdicts) & FAILING_VERDICTS
-                  or r.outcomes.get("crash") or r.outcomes.get("timeout") for r in runs)
-        return 1 if bad else 0
+        lifeline.kill_all()
+    if args.no_report:
+        from harness.news import news_lines
+
+        news = news_lines(files, args.expectations)
+        if not args.progress_events:  # a -j worker's stderr is the parent's: the parent reports
+            for line in news[:20]:
+                print(f"news: {line}", file=sys.stderr)
+            if len(news) > 20:
+                print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+        return 1 if news else 0
     from harness.report import report_command
 
     if hasattr(progress, "console"):
@@ -382,6 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    from harness import lifeline
+
+    lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
     try:
         return int(handler(args) or 0)
     except UserError as exc:
@@ -395,9 +408,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _internal(exc)
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted: finished results are on disk", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", 2)
+        print(f"interrupted ({signal.Signals(signum).name}): every child process was stopped; "
+              "finished results are on disk", file=sys.stderr)
+        return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
 

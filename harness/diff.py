@@ -132,12 +132,17 @@ def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False
 
 
 def diff_command(old: Path, new: Path, markdown_out: Path | None = None) -> int:
-    """Print the diff (and write Markdown if asked); exit 1 if anything regressed."""
-    changes = compare(load_report(old), load_report(new))
+    """Print the diff (and write Markdown if asked); exit 1 if anything regressed or NEW is incomplete."""
+    new_doc = load_report(new)
+    changes = compare(load_report(old), new_doc)
     print(render_text(changes), end="")
     if markdown_out is not None:
         try:
             atomic_write(Path(markdown_out), render_text(changes, markdown=True))
         except OSError as exc:
             raise disk_error(exc, any_errno=True) from None
-    return 1 if changes["regressed"] else 0
+    # A cut-short run can look like "nothing changed" (its missing cases are merely gone): never green.
+    cut = [c for c in new_doc.get("cells", []) if isinstance(c, dict) and c.get("status") == "incomplete"]
+    for c in cut:
+        print(f"incomplete in {new}: {c.get('cell')}: {c.get('reason')}")
+    return 1 if changes["regressed"] or cut else 0

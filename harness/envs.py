@@ -4,6 +4,14 @@ Envs live in $SEAMS_ENVS_DIR (default ~/.cache/xla-seams/envs) as NAME-HASH12/. 
 a temporary folder under a file lock and is renamed into place only after the installed versions
 were checked against the pins, so a half-built or wrong env is never used, and two processes
 asking for the same env build it once.
+
+A cached env is checked on every reuse, cheaply (a stat of each file in its manifest: the compiled
+libraries, every package `__init__.py` and the pinned dists' metadata, ~15 ms for torch_xla): a
+corrupt marker, a missing or changed file, or a vanished interpreter makes it rebuild once; if the
+rebuild fails too, the cell is an env-error saying why. The rebuild bypasses uv's cache
+(`--no-cache`): uv hard-links envs to its cache, so a file damaged in place in an env is usually
+damaged in the cache too. Half-built `.tmp-*` folders of a killed build
+are removed. Every uv and version-check process dies with the harness (harness.lifeline).
 """
 
 from __future__ import annotations
@@ -19,9 +27,11 @@ from typing import Callable
 
 from filelock import FileLock
 
+from harness import lifeline
 from harness.cell import IMPORT_NAMES, PYTHON, Cell
 
 MARKER = "xla-seams-env.json"
+MANIFEST_VERSION = 1
 
 # Runs inside the cell's interpreter: import each pinned package and report its own version.
 # The pins arrive as argv JSON, never spliced into code or a shell string.
@@ -111,10 +121,8 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
     from packaging.version import Version
 
     env = {**os.environ, **cell.run_env()}
-    proc = subprocess.run(
-        [str(python), "-c", _VERIFY, json.dumps(cell.pins), json.dumps(IMPORT_NAMES)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )
+    proc = _run([str(python), "-c", _VERIFY, json.dumps(cell.pins), json.dumps(IMPORT_NAMES)], env, 600,
+                f"the version check of {cell.name}")
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise EnvError(f"version check crashed: {tail[0]}", proc.stderr[-4000:])
@@ -132,38 +140,163 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
 
 
 def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
-    """Return the cell's env, building and verifying it first if it is not cached."""
+    """Return the cell's env, building and verifying it first if it is not cached or is damaged."""
     if cell.unresolved:  # a floating pin (latest/nightly) that did not resolve: harness.floating
         raise EnvError(cell.unresolved)
     root = envs_root()
     root.mkdir(parents=True, exist_ok=True)
     final = env_dir(cell)
-    marker = final / MARKER
     start = time.monotonic()
     with FileLock(str(root / f"{final.name}.lock")):
-        if marker.exists():
-            data = json.loads(marker.read_text())
-            return Env(final, final / "bin" / "python", data["versions"], True, time.monotonic() - start)
-        if final.exists():  # a build that died before its marker: never trust it
-            shutil.rmtree(final, ignore_errors=True)
-        tmp = root / f".tmp-{final.name}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_stale_tmps(root, final.name)
+        damage, fresh = None, False
+        if (final / MARKER).exists() or final.exists():
+            try:
+                versions = _reuse(final, cell)
+                return Env(final, final / "bin" / "python", versions, True, time.monotonic() - start)
+            except _Damaged as exc:
+                damage, fresh = str(exc), exc.files
+                log(f"cached env {final.name} is damaged ({damage}); rebuilding it")
+                _discard(final)
         try:
-            log(f"building env for {cell.name} ({len(cell.requirements())} requirements)")
-            _uv_install(cell, tmp)
-            python = tmp / "bin" / "python"
-            log(f"verifying versions in {cell.name}")
-            versions = verify(python, cell)
-            (tmp / MARKER).write_text(json.dumps({"cell": cell.describe(), "versions": versions,
-                                                  "requirements": cell.requirements()}, indent=1))
-            tmp.rename(final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            versions = _build(cell, root, final, log, fresh=fresh)
+        except EnvError as exc:
+            if damage:  # rebuilt once; say both what was wrong and why the rebuild failed
+                raise EnvError(f"cached env was damaged ({damage}) and rebuilding it failed: {exc.reason}",
+                               exc.log_tail) from None
             raise
     return Env(final, final / "bin" / "python", versions, False, time.monotonic() - start)
 
 
-def _uv_install(cell: Cell, target: Path) -> None:
+class _Damaged(Exception):
+    """A cached env that must not be reused (one-line reason); `files`: its installed files are damaged."""
+
+    def __init__(self, reason: str, files: bool = False) -> None:
+        super().__init__(reason)
+        self.files = files
+
+
+def _reuse(final: Path, cell: Cell) -> dict[str, str]:
+    """The versions of a cached env after its cheap health check; _Damaged if it fails."""
+    marker = final / MARKER
+    if not marker.exists():  # a build that died before its marker: never trust it
+        raise _Damaged("no marker: its build never finished")
+    try:
+        data = json.loads(marker.read_text())
+        versions = data["versions"]
+        if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+            raise ValueError("versions is not a mapping of strings")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _Damaged(f"marker {MARKER} is corrupt: {type(exc).__name__}") from None
+    python = final / "bin" / "python"
+    if not python.exists():  # follows the symlink: the base interpreter may be gone
+        raise _Damaged("its interpreter is missing")
+    manifest = data.get("manifest")
+    if not isinstance(manifest, dict) or data.get("manifest_version") != MANIFEST_VERSION:
+        # Built before manifests existed: check it the thorough way once, then remember its files.
+        try:
+            versions = verify(python, cell)
+        except EnvError as exc:
+            raise _Damaged(exc.reason, files=True) from None
+        data.update(versions=versions, manifest=_manifest(final), manifest_version=MANIFEST_VERSION)
+        _write_marker(final, data)
+        return versions
+    problem = _check_manifest(final, manifest)
+    if problem:
+        raise _Damaged(problem, files=True)
+    return versions
+
+
+def _site_packages(env: Path) -> list[Path]:
+    return sorted(env.glob("lib/python*/site-packages"))
+
+
+def _manifest(env: Path) -> dict[str, list[int]]:
+    """Size and mtime of the files whose damage breaks an import: compiled libraries, package
+    `__init__.py` files and dist metadata (stat-ing all ~20k files of a torch env costs 0.3 s)."""
+    out: dict[str, list[int]] = {}
+    for sp in _site_packages(env):
+        for dirpath, dirnames, filenames in os.walk(sp):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for f in filenames:
+                if ".so" in f or f == "__init__.py" or f == "METADATA":
+                    p = Path(dirpath) / f
+                    st = p.stat()
+                    out[str(p.relative_to(env))] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _check_manifest(env: Path, manifest: dict) -> str | None:
+    """The first file that is missing or changed since the build, as a reason; None if all match."""
+    if not manifest:
+        return "its manifest lists no files"
+    for rel, want in manifest.items():
+        try:
+            st = (env / rel).stat()
+        except OSError:
+            return f"{rel} is missing"
+        if not isinstance(want, list) or [st.st_size, st.st_mtime_ns] != want:
+            return f"{rel} changed since the env was built"
+    return None
+
+
+def _write_marker(env: Path, data: dict) -> None:
+    tmp = env / f".{MARKER}.{os.getpid()}"
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, env / MARKER)
+
+
+def _discard(path: Path) -> None:
+    """Move a damaged env aside, then delete it (a rename is atomic: no half-deleted env is seen)."""
+    trash = path.with_name(f".tmp-{path.name}-trash{os.getpid()}")
+    try:
+        path.rename(trash)
+    except OSError:
+        trash = path
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _remove_stale_tmps(root: Path, name: str) -> None:
+    """Remove half-built folders of this env (we hold its lock: no live build owns them) and of
+    any env whose builder process is gone."""
+    for tmp in root.glob(".tmp-*"):
+        owner, _, pid = tmp.name[len(".tmp-"):].rpartition("-")
+        pid = pid.removeprefix("trash")
+        if not pid.isdigit():
+            continue
+        if owner == name or not _alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _build(cell: Cell, root: Path, final: Path, log: Callable[[str], None], fresh: bool = False) -> dict[str, str]:
+    tmp = root / f".tmp-{final.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        log(f"building env for {cell.name} ({len(cell.requirements())} requirements)")
+        _uv_install(cell, tmp, fresh)
+        python = tmp / "bin" / "python"
+        log(f"verifying versions in {cell.name}")
+        versions = verify(python, cell)
+        _write_marker(tmp, {"cell": cell.describe(), "versions": versions, "requirements": cell.requirements(),
+                            "manifest_version": MANIFEST_VERSION, "manifest": _manifest(tmp)})
+        tmp.rename(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return versions
+
+
+def _uv_install(cell: Cell, target: Path, fresh: bool = False) -> None:
     uv = uv_executable()
     run_env = {**os.environ, "VIRTUAL_ENV": str(target)}
     run_env.pop("PYTHONPATH", None)
@@ -176,6 +309,9 @@ def _uv_install(cell: Cell, target: Path) -> None:
     for link in cell.find_links:
         install += ["--find-links", link]
     reqs = ["--", *cell.requirements()]
+    if fresh:  # after damage: fresh wheels, never what may be the damaged cache's copy
+        _uv(cell, install + ["--no-cache"] + reqs, run_env)
+        return
     # Warm cache first: resolving offline from uv's cache skips the index round trips (0.2 s vs 0.9 s
     # for a jax cell); anything not cached falls through to a normal online install.
     if not _uv(cell, install + ["--offline"] + reqs, run_env, check=False):
@@ -183,10 +319,24 @@ def _uv_install(cell: Cell, target: Path) -> None:
 
 
 def _uv(cell: Cell, argv: list[str], env: dict[str, str], check: bool = True) -> bool:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
-    except subprocess.TimeoutExpired:
-        raise EnvError(f"uv timed out after 3600 s installing {cell.name}") from None
+    proc = _run(argv, env, 3600, f"uv installing {cell.name}")
     if proc.returncode != 0 and check:
         raise EnvError(f"uv: {_one_line(proc.stderr or proc.stdout)}", (proc.stderr or "")[-4000:])
     return proc.returncode == 0
+
+
+def _run(argv: list[str], env: dict[str, str], timeout_s: int, what: str) -> subprocess.CompletedProcess:
+    """Run a helper process that dies with the harness however the harness ends (harness.lifeline)."""
+    proc = subprocess.Popen(lifeline.wrap(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, stdin=subprocess.DEVNULL, start_new_session=True)
+    lifeline.track(proc)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise EnvError(f"{what} timed out after {timeout_s} s") from None
+    finally:
+        lifeline.kill_group(proc)
+        lifeline.untrack(proc)
+    if proc.returncode == -9 or proc.returncode == 137:
+        raise EnvError(f"{what} was killed (the harness is stopping, or out of memory)", err[-4000:])
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)

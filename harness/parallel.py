@@ -154,26 +154,32 @@ def _stop_all(workers: list[_Worker]) -> None:
         w.proc.wait()
 
 
-def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None, verbose: bool, pytest_args: Sequence[str],
-                 progress: CellProgress, weighted: bool) -> tuple[list[Path], list[int], list[str]]:
+def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None,
+                 verbose: bool, pytest_args: Sequence[str], progress: CellProgress,
+                 weighted: bool) -> tuple[list[Path], list[int], list[str]]:
     """Run cells in up to `jobs` workers; returns results files and exit statuses in cell order, and errors.
 
     `weighted` (the default -j) also keeps the sum of running cells' weights within the cores.
     """
-    pending = list(cells)
+    # Heavy cells first (stable within a weight): the longest cell then starts at once instead of
+    # ending the run alone. Results and the report keep the matrix's order whatever the start order.
+    pending = sorted(cells, key=lambda c: -cell_weight(c))
     running: list[_Worker] = []
     codes: dict[str, int] = {}
     errors: list[str] = []
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     child_env.pop("SEAMS_JOBS", None)
     budget = float(cores())
-    previous_term = signal.getsignal(signal.SIGTERM)
+    # SIGTERM and SIGHUP end the run like Ctrl-C (every worker is stopped first), unless the CLI
+    # already installed handlers of its own that do so.
+    mine = [sig for sig in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(sig) == signal.SIG_DFL]
 
-    def on_term(_sig, _frame):  # SIGTERM ends the run like Ctrl-C: every worker is stopped first
+    def on_signal(_sig, _frame):
         raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_term)
+    on_main = threading.current_thread() is threading.main_thread()
+    for sig in mine if on_main else ():
+        signal.signal(sig, on_signal)
     try:
         while pending or running:
             load = sum(cell_weight(w.cell) for w in running)
@@ -209,8 +215,8 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
         _stop_all(running)
         raise
     finally:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous_term)
+        for sig in mine if on_main else ():
+            signal.signal(sig, signal.SIG_DFL)
         progress.close()
     ran = [c for c in cells if c.name in codes]
     return ([out / "results" / f"{c.name}.jsonl" for c in ran], [codes[c.name] for c in ran], errors)

@@ -3,6 +3,12 @@
 A file may end anywhere: a run killed mid-line leaves a partial last line, which is tolerated and
 makes the cell `incomplete`. Anything else malformed (a non-JSON line elsewhere, an unknown schema
 version, a record of the wrong shape) is one UserError naming file:line.
+
+Never a false green: a cell is `complete` only if it closed with CellEnd and every case it
+collected finished. Each case that never finished becomes an `incomplete` case (so every report,
+junit file and diff counts it); what went wrong outside any test - a module that failed to import,
+a hang while collecting or at interpreter exit, a crash between tests - becomes a case of its own
+named after where it happened (the module's id, `(collection)`, `(exit)`), so it is counted too.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from harness.outcomes import RAW_OUTCOMES as _RAW
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "results-v1.json"
 SCHEMA_VERSION = 1
+WHOLE_CELL = "(whole cell)"  # the case id of what concerns a cell as a whole (also the diff's key)
+_MESSAGE_LINES = 6
 # Records are flat but for observations; anything nested deeper is not ours (and would blow the stack).
 MAX_DEPTH = 32
 
@@ -172,6 +180,7 @@ def read_results(path: Path) -> CellResults:
     running: str | None = None
     seen_end = False
     collected: int | None = None
+    collected_ids: list[str] | None = None
     for i, raw_line in enumerate(lines, 1):
         try:
             rec = json.loads(raw_line)
@@ -198,7 +207,13 @@ def read_results(path: Path) -> CellResults:
             _check_versions(path, i, rec)
             res.run_info = rec
         elif kind == "Collected" and collected is None:
+            # The first one lists the whole selection; a resumed pytest lists only what was left.
             collected = rec["count"]
+            collected_ids = list(rec["nodeids"]) if isinstance(rec.get("nodeids"), list) else None
+        elif kind == "CollectReport" and rec.get("outcome") == "failed":
+            nodeid = rec.get("nodeid") if isinstance(rec.get("nodeid"), str) and rec.get("nodeid") else "(collection)"
+            res.cases.setdefault(nodeid, Case(nodeid, "error", message=_collect_message(rec.get("longrepr")),
+                                              error_type="CollectError"))
         elif kind == "TestStart":
             running = rec["nodeid"]
         elif kind == "TestReport":
@@ -207,14 +222,20 @@ def read_results(path: Path) -> CellResults:
                 running = None
         elif kind in ("TestCrash", "TestTimeout"):
             nodeid = rec["nodeid"]
-            if nodeid:
-                raw = "crash" if kind == "TestCrash" else "timeout"
-                msg = (f"process died with {rec.get('signal') or 'exit ' + str(rec.get('returncode'))}"
-                       if raw == "crash" else f"killed after {rec['timeout_s']} s without finishing")
-                res.cases[nodeid] = Case(nodeid, raw, message=msg, signal=rec.get("signal"),
-                                         error_type=rec.get("signal") if raw == "crash" else "Timeout")
-            else:
-                res.reason = f"pytest died outside any test ({rec.get('signal') or rec.get('returncode')})"
+            raw = "crash" if kind == "TestCrash" else "timeout"
+            msg = (f"process died with {rec.get('signal') or 'exit ' + str(rec.get('returncode'))}"
+                   if raw == "crash" else f"killed after {rec['timeout_s']} s without finishing")
+            if not nodeid:  # died outside any test: a case named after the phase, so it is counted
+                phase = rec.get("phase") or "outside tests"
+                nodeid, msg = f"({phase})", f"{msg} {_PHASES.get(phase, 'outside any test')}"
+            res.cases[nodeid] = Case(nodeid, raw, message=msg, signal=rec.get("signal"),
+                                     error_type=rec.get("signal") if raw == "crash" else "Timeout")
+            running = None
+        elif kind == "PhaseTimeout":
+            phase = rec["phase"]
+            nodeid = f"({phase})"
+            res.cases[nodeid] = Case(nodeid, "timeout", error_type="PhaseTimeout",
+                                     message=f"killed after {rec['timeout_s']} s hanging {_PHASES.get(phase, phase)}")
             running = None
         elif kind == "EnvError":
             res.status, res.reason = "env-error", rec["reason"]
@@ -236,9 +257,49 @@ def read_results(path: Path) -> CellResults:
         res.status = "incomplete"
         res.reason = ("the file ends mid-line: the run was killed" if truncated
                       else "no closing CellEnd record: the run was killed or is still going")
-    elif res.status == "complete" and not res.cases and not collected:
-        res.status, res.reason = "incomplete", res.reason or "no tests collected"
+    if res.status in ("env-error", "skipped"):
+        return res
+    _check_complete(res, collected, collected_ids)
     return res
+
+
+# Where a case-less record happened, as the message says it ("killed after 60 s hanging at ...").
+_PHASES = {"collection": "while importing and collecting the tests", "exit": "at interpreter exit after the last test",
+           "outside tests": "outside any test"}
+
+
+def _collect_message(longrepr: Any) -> str:
+    """The telling lines of a collection error: pytest's `E   ...` lines, else its first lines."""
+    text = longrepr if isinstance(longrepr, str) else json.dumps(longrepr)[:4000] if longrepr else "collection failed"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    head = errors + lines[:1] if errors else lines  # the exception first: it is what a summary shows
+    return "\n".join(head[:_MESSAGE_LINES])[:2000]
+
+
+def _check_complete(res: CellResults, collected: int | None, collected_ids: list[str] | None) -> None:
+    """Zero tests or cases that never finished make the cell incomplete, each missing case counted."""
+    finished = {n for n, c in res.cases.items()
+                if c.raw != "incomplete" and not n.startswith("(") and c.error_type != "CollectError"}
+    if collected_ids is not None:
+        missing = [n for n in collected_ids if n not in finished]
+    else:
+        missing = [] if collected is None else [""] * max(0, collected - len(finished))
+    tests = [n for n in res.cases if not n.startswith("(")]
+    if missing:
+        total = collected if collected is not None else len(missing)
+        why = f"{len(missing)} of {total} collected cases did not finish"
+        if not res.reason.startswith(why):  # the runner's CellEnd may say it already
+            res.reason = f"{why}: {res.reason}" if res.status == "incomplete" and res.reason else why
+        res.status = "incomplete"
+        for n in missing:
+            if n and n not in res.cases:
+                res.cases[n] = Case(n, "incomplete", message=f"never ran: {why}")
+    elif res.status == "complete" and not tests and not collected:
+        res.status, res.reason = "incomplete", res.reason or "no tests collected (zero tests is never a pass)"
+    if res.status == "incomplete" and res.cases and not any(c.raw == "incomplete" for c in res.cases.values()):
+        # Cases alone would read as a finished cell: one more case carries the cell's state.
+        res.cases[WHOLE_CELL] = Case(WHOLE_CELL, "incomplete", message=res.reason)
 
 
 def _take_report(res: CellResults, rec: dict[str, Any]) -> None:

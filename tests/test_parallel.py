@@ -90,7 +90,7 @@ def _pytests_writing_to(root: Path) -> list[int]:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path, sig):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", *sum((["--cell", c] for c in CELLS), []),

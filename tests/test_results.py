@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from harness.errors import UserError
 from harness.results import read_many, read_results
-from tests.results_fixtures import SHARD, case, cell_file
+from tests.results_fixtures import COMPUTE, SHARD, case, cell_file
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_complete_cell_has_raw_outcomes(tmp_path):
@@ -77,3 +82,76 @@ def test_crash_timeout_env_error_and_skipped_records(tmp_path):
 def test_zero_tests_collected_is_incomplete_not_green(tmp_path):
     r = read_results(cell_file(tmp_path, "c-cpu", "0.6.0", []))
     assert r.status == "incomplete" and "no tests collected" in r.reason
+
+
+def _collected(nodeids: list[str]) -> dict:
+    return {"$report_type": "Collected", "count": len(nodeids), "nodeids": nodeids}
+
+
+def test_a_closed_file_with_fewer_finished_cases_than_collected_is_incomplete_naming_the_missing(tmp_path):
+    from tests.results_fixtures import PVARY
+
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [case(SHARD, "pass")])
+    lines = p.read_text().splitlines()
+    lines[2] = json.dumps(_collected([SHARD, PVARY, "suites/x.py::test_z"]))  # what pytest said it would run
+    p.write_text("\n".join(lines) + "\n")
+    r = read_results(p)
+    assert r.status == "incomplete" and r.reason.startswith("2 of 3 collected cases did not finish")
+    assert r.cases[SHARD].raw == "pass" and r.cases[PVARY].raw == "incomplete"
+    assert r.cases["suites/x.py::test_z"].raw == "incomplete"
+
+
+def test_a_count_without_ids_still_makes_missing_cases_incomplete(tmp_path):
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [case(SHARD, "pass")])
+    p.write_text(p.read_text().replace('"count": 1', '"count": 45'))
+    r = read_results(p)
+    assert r.status == "incomplete" and "44 of 45" in r.reason
+    assert r.cases["(whole cell)"].raw == "incomplete", "the cell's state is a case every output counts"
+
+
+def test_collection_errors_phase_timeouts_and_crashes_outside_tests_are_cases(tmp_path):
+    p = cell_file(tmp_path, "c-cpu", "0.6.0", [case(SHARD, "pass")], extra=[
+        {"$report_type": "CollectReport", "nodeid": "suites/broken.py", "outcome": "failed",
+         "longrepr": "ImportError while importing test module 'suites/broken.py'.\nTraceback:\nE   ModuleNotFoundError: No module named 'jax'"},
+        {"$report_type": "PhaseTimeout", "phase": "exit", "timeout_s": 60},
+        {"$report_type": "TestCrash", "nodeid": "", "phase": "collection", "signal": "SIGSEGV", "returncode": -11}])
+    r = read_results(p)
+    err = r.cases["suites/broken.py"]
+    assert err.raw == "error" and err.message.splitlines()[0] == "ModuleNotFoundError: No module named 'jax'"
+    assert r.cases["(exit)"].raw == "timeout" and "60 s" in r.cases["(exit)"].message
+    assert (r.cases["(collection)"].raw, r.cases["(collection)"].signal) == ("crash", "SIGSEGV")
+    assert r.cases[SHARD].raw == "pass", "every finished result is kept"
+
+
+def _report(tmp_path, name, *files):
+    none = tmp_path / "none.yaml"
+    none.write_text("issues: []\n")
+    proc = subprocess.run([sys.executable, "-m", "harness", "report", *map(str, files), "--out", str(tmp_path / name),
+                           "--expectations", str(none)], cwd=REPO, capture_output=True, text=True)
+    return proc
+
+
+def test_incomplete_is_exit_1_in_report_and_diff_and_news(tmp_path):
+    from harness.news import news_lines
+
+    good_dir, cut_dir = tmp_path / "good", tmp_path / "cut"
+    good_dir.mkdir(), cut_dir.mkdir()
+    good = cell_file(good_dir, "c-cpu", "0.6.0", [case(SHARD, "pass"), case(COMPUTE, "pass")])
+    cut = cell_file(cut_dir, "c-cpu", "0.6.0", [case(SHARD, "pass")])
+    cut.write_text(cut.read_text().replace('"count": 1', '"count": 2'))
+    none = tmp_path / "none.yaml"
+    none.write_text("issues: []\n")
+    assert news_lines([good], none) == []
+    assert news_lines([cut], none) and "incomplete" in news_lines([cut], none)[0]
+    assert _report(tmp_path, "a", good).returncode == 0
+    rep = _report(tmp_path, "b", cut)
+    assert rep.returncode == 1, rep.stderr
+    diff = subprocess.run([sys.executable, "-m", "harness", "diff", str(tmp_path / "a" / "report.json"),
+                           str(tmp_path / "b" / "report.json")], cwd=REPO, capture_output=True, text=True)
+    assert diff.returncode == 1 and "incomplete" in diff.stdout
+
+
+def test_no_results_files_at_all_is_news():
+    from harness.news import news_lines
+
+    assert news_lines([]) == ["no cell ran (zero tests is never a pass)"]

@@ -150,3 +150,17 @@ def test_report_command_writes_the_since_section(tmp_path):
     row = next(r for r in doc["since"] if r["case"] == SHARD)
     assert (row["first_bad"], row["last_good"]) == ("0.6.0", "0.5.3")
     assert "fails since 0.6.0 (last good 0.5.3)" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.e2e
+def test_real_sweep_says_since_which_release(tmp_path):
+    """jax 0.5.3..0.6.0 from PyPI (no release with a jaxlib between): shard_map base fails since 0.6.0."""
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--sweep", "jax>=0.5.3,<=0.6.0", "--out",
+                           str(tmp_path), "--", "suites/shard_map/test_linearize_transpose.py"],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert [c["cell"] for c in doc["cells"]] == ["jax053-cpu", "jax060-cpu"]
+    row = next(r for r in doc["since"]
+               if r["case"] == "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]")
+    assert (row["first_bad"], row["last_good"]) == ("0.6.0", "0.5.3"), row

@@ -1,0 +1,137 @@
+"""No orphans: whatever ends the harness, the processes it started end with it.
+
+Three layers, because each covers a way the others can miss:
+- the harness kills the process group of every child it started on every exit path it sees
+  (return, exception, SIGINT/SIGTERM/SIGHUP, atexit): `track()`, `kill_all()`, `install_signal_handlers()`;
+- every child is started through `wrap(argv)`, a tiny stdlib-only launcher that arms the kernel's
+  parent-death signal (Linux prctl PR_SET_PDEATHSIG) before it execs argv, so even a SIGKILLed
+  harness takes the child along;
+- a child handed a pipe (its read end's fd in SEAMS_LIFELINE_FD: the pytest child) also gets a guard:
+  the launcher forks a small process into the child's process group that blocks on the pipe and,
+  at EOF - the harness is gone, however it died - SIGKILLs the whole group, grandchildren included.
+  A separate process, not a thread: a hang in C code holding the GIL cannot stop it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Sequence
+
+LIFELINE_ENV = "SEAMS_LIFELINE_FD"
+_PR_SET_PDEATHSIG = 1
+
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+
+
+class Terminated(KeyboardInterrupt):
+    """The harness got SIGTERM or SIGHUP: unwind like Ctrl-C (children are already being killed)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send `sig` to this process when its parent dies (Linux only; False elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+# The launcher: fork the pipe guard if a lifeline fd came with us, arm the parent-death signal,
+# check the parent did not die before that, exec argv. Run with -I -S and only the standard
+# library, so it works from any directory and costs ~15 ms.
+_LAUNCHER = r"""
+import ctypes, os, sys
+ppid, argv = int(sys.argv[1]), sys.argv[3:]
+fd = os.environ.pop("SEAMS_LIFELINE_FD", "")
+if fd.isdigit():
+    if os.fork() == 0:
+        try:
+            while os.read(int(fd), 1):
+                pass
+        except OSError:
+            pass
+        os.killpg(0, 9)
+        os._exit(137)
+    os.close(int(fd))
+if sys.platform.startswith("linux"):
+    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)
+if os.getppid() != ppid:
+    sys.exit(137)
+try:
+    os.execvp(argv[0], argv)
+except OSError as exc:
+    sys.stderr.write("cannot run %s: %s\n" % (argv[0], exc.strerror or exc))
+    sys.exit(127)
+"""
+
+
+def wrap(argv: Sequence[str]) -> list[str]:
+    """argv run through the launcher, so it dies with this process even if this one is SIGKILLed."""
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), "--", *argv]
+
+
+def track(proc: subprocess.Popen) -> None:
+    """Remember a child started in its own process group, to kill it on any exit path."""
+    with _live_lock:
+        _live.add(proc)
+
+
+def untrack(proc: subprocess.Popen) -> None:
+    """Forget a child that has ended (after its group was killed)."""
+    with _live_lock:
+        _live.discard(proc)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's process group (it leads one: start_new_session) and reap the child."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # unkillable (D state): nothing more a user process can do
+        pass
+
+
+def kill_all() -> None:
+    """Kill every tracked child's group: the last thing the harness does however it ends."""
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    kill_all()  # first, so nothing keeps running even if the unwinding below is slow or interrupted
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT, SIGTERM and SIGHUP kill the children, then unwind the harness (finally blocks run)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+
+
+atexit.register(kill_all)

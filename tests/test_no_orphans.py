@@ -1,0 +1,125 @@
+"""No orphans: however `harness run` ends, its pytest child and that child's children end within ~2 s.
+
+Real processes and real signals: the harness runs a real jax cell whose test starts a grandchild
+and waits; the harness is then stopped each way a user or CI stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.results import read_results
+
+REPO = Path(__file__).resolve().parent.parent
+CELL = "jax060-cpu"
+pytestmark = pytest.mark.e2e
+
+
+def _alive(pid: int) -> bool:
+    """True while pid exists and is not a zombie (a zombie has ended; only its exit status is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "SEAMS_DRILL_PIDS": str(pids)}
+    # Its own session, so the test can signal only the harness (never the harness's child directly).
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--cell", CELL, "--out", str(tmp_path),
+                             "--no-report", *args, "--", "tests/drills/test_spawns_and_waits.py"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (pids.exists() and pids.read_text().endswith("\n")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the drill test never started"
+        time.sleep(0.1)
+    return proc, pids
+
+
+def _gone_within(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_stopping_the_harness_ends_its_pytest_child_and_grandchildren(tmp_path, sig):
+    proc, pidfile = _start(tmp_path)
+    child, grandchild = map(int, pidfile.read_text().split())
+    assert _alive(child) and _alive(grandchild)
+    proc.send_signal(sig)
+    left = _gone_within([child, grandchild], 2.0)
+    try:
+        assert not left, f"still running 2 s after {sig.name} to the harness: {left}"
+    finally:
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    if sig != signal.SIGKILL:  # the harness itself unwinds: one line, exit 128+N, a closed results file
+        assert proc.returncode == 128 + sig, err
+        assert "Traceback" not in err and "interrupted" in err
+        res = read_results(tmp_path / "results" / f"{CELL}.jsonl")
+        assert res.status == "incomplete" and sig.name in res.reason
+    else:
+        assert read_results(tmp_path / "results" / f"{CELL}.jsonl").status == "incomplete"
+
+
+def test_a_hung_test_killed_by_the_watchdog_takes_its_grandchildren_along(tmp_path):
+    proc, pidfile = _start(tmp_path, "--timeout", "2")
+    child, grandchild = map(int, pidfile.read_text().split())
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert not _gone_within([child, grandchild], 2.0)
+    cases = read_results(tmp_path / "results" / f"{CELL}.jsonl").cases
+    assert [c.raw for c in cases.values()] == ["timeout"]
+
+
+def test_a_harness_killed_while_building_an_env_leaves_no_uv_behind_and_the_next_build_cleans_up(tmp_path):
+    envs = tmp_path / "envs"
+    code = ("from harness.matrix import catalogue; from harness.envs import ensure_env; "
+            "ensure_env(catalogue().cell('jax053-cpu'))")
+    env = {**os.environ, "SEAMS_ENVS_DIR": str(envs)}
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not list(envs.glob(".tmp-*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    tmp = list(envs.glob(".tmp-*"))
+    assert tmp, "the build never started"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    def builders() -> list[int]:
+        out = []
+        for d in Path("/proc").iterdir():
+            try:
+                if d.name.isdigit() and str(envs).encode() in (d / "cmdline").read_bytes() and _alive(int(d.name)):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+        return out
+
+    deadline = time.monotonic() + 2
+    while builders() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not builders(), "uv or the version check outlived the SIGKILLed harness"
+    done = subprocess.run([sys.executable, "-c", code + "; import json; print('ok')"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+    assert not list(envs.glob(".tmp-*")), "the half-built folder of the killed build is removed"
+    assert json.loads(next(envs.glob("jax053-cpu-*/xla-seams-env.json")).read_text())["versions"]["jax"] == "0.5.3"

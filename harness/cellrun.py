@@ -87,7 +87,7 @@ class _Watch:
     current: str | None = None
     current_since: float = 0.0
     finished: set[str] = field(default_factory=set)
-    collect_errors: int = 0
+    collect_errors: set[str] = field(default_factory=set)
     outcomes: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, int] = field(default_factory=dict)
     # This attempt (one pytest process): what it collected, when it started, when its work was done.
@@ -120,7 +120,9 @@ class _Watch:
                 self.collected = list(rec.get("nodeids", []))
                 progress(cell, {"event": "collected", "count": len(self.collected)})
         elif kind == "CollectReport" and rec.get("outcome") == "failed":
-            self.collect_errors += 1
+            if rec.get("nodeid") in self.collect_errors:
+                return  # collected again after a resume: counted once
+            self.collect_errors.add(rec.get("nodeid"))
             self.count("error", "regression")
             progress(cell, {"event": "test", "nodeid": rec.get("nodeid") or "(collection)", "raw": "error",
                             "verdict": "regression", "signal": "collection error"})
@@ -389,7 +391,9 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
                  skip: Sequence[str], pytest_args: Sequence[str]) -> list[str]:
     argv = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO),
             "--seams-results", str(results), "--seams-cell", cell.name, "--seams-device", cell.device,
-            "--seams-pins", json.dumps(cell.pins), "-q", "-rfEsx"]
+            "--seams-pins", json.dumps(cell.pins), "-q", "-rfEsx",
+            # One module that fails to import is recorded as its own error; the others still run.
+            "--continue-on-collection-errors"]
     if expectations is not None:
         argv += ["--seams-expectations", str(expectations)]
     if skip:

@@ -15,7 +15,9 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,13 +92,19 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
             f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
+    # Its own process group, so the budget ends the bisection and every probe it started.
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=budget_s)
+        stdout, stderr = proc.communicate(timeout=budget_s)
     except subprocess.TimeoutExpired:
-        return f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n    {' '.join(argv[1:])}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return (f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n"
+                f"    {shlex.join(['python', *argv[1:]])}")
     if md.exists():
         return md.read_text()
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+    tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
     return f"Bisection of {pkg} {good}..{bad} could not run: {tail[0]}"
 
 

@@ -104,7 +104,7 @@ def test_an_env_whose_rebuild_fails_is_an_env_error_saying_both_why(shared_envs,
     assert "rebuilding it failed" in exc.value.reason and "\n" not in exc.value.reason
 
 
-def test_an_env_built_before_manifests_is_checked_once_then_reused(shared_envs):
+def test_an_env_built_before_manifests_is_adopted_then_checked(shared_envs):
     import json
 
     cell, env = _built(shared_envs)
@@ -115,6 +115,8 @@ def test_an_env_built_before_manifests_is_checked_once_then_reused(shared_envs):
     adopted = ensure_env(cell)
     assert adopted.reused and adopted.versions == {"jax": "0.5.3", "jaxlib": "0.5.3"}
     assert "manifest" in json.loads(marker.read_text())
+    (_site(env) / "jax" / "__init__.py").unlink()
+    assert not ensure_env(cell).reused, "from then on, damage is seen"
 
 
 def test_the_reuse_health_check_stays_cheap(shared_envs):

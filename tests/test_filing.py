@@ -126,3 +126,26 @@ def test_without_gh_it_says_so_in_one_line(tmp_path):
     proc = _cli(tmp_path, env={"SEAMS_GH": str(tmp_path / "no-such-gh")})
     assert proc.returncode == 2 and "gh (the GitHub CLI) is not on PATH" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_bisection_over_budget_is_ended_with_its_children(tmp_path, monkeypatch):
+    import time
+
+    import harness.filing as filing
+
+    pidfile = tmp_path / "child.pid"
+    # Stand-in for `harness bisect`: starts a child that would outlive a plain kill, then hangs.
+    script = (f"import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(60)")
+    monkeypatch.setattr(filing.sys, "executable", sys.executable)
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(filing.subprocess, "Popen",
+                        lambda argv, **kw: real_popen([sys.executable, "-c", script], **kw))
+    item = {"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}
+    t = time.monotonic()
+    text = filing.bisect_item(item, OLD, NEW, budget_s=3, out=tmp_path)
+    assert "did not finish within 3 s" in text and time.monotonic() - t < 30
+    child = int(pidfile.read_text())
+    time.sleep(0.5)
+    alive = Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert not alive, "the bisection's own children are ended with it"

@@ -123,3 +123,14 @@ def test_a_harness_killed_while_building_an_env_leaves_no_uv_behind_and_the_next
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
     assert not list(envs.glob(".tmp-*")), "the half-built folder of the killed build is removed"
     assert json.loads(next(envs.glob("jax053-cpu-*/xla-seams-env.json")).read_text())["versions"]["jax"] == "0.5.3"
+
+
+def test_a_normal_run_leaves_nothing_behind_either(tmp_path):
+    pids = tmp_path / "pids"
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--cell", CELL, "--out", str(tmp_path),
+                           "--no-report", "--", "tests/drills/test_leaks_a_process.py"], cwd=REPO,
+                          env={**os.environ, "SEAMS_DRILL_PIDS": str(pids)}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    child, leaked = map(int, pids.read_text().split())
+    assert not _gone_within([child, leaked], 2.0), "the process a test leaked ends with its pytest"

@@ -63,14 +63,16 @@ def test_a_run_that_stops_early_is_incomplete_naming_how_many_cases_are_missing(
     assert res.cases["tests/drills/test_stops_early.py::test_third_never_runs"].raw == "incomplete"
 
 
-def test_a_module_that_fails_to_import_is_news_everywhere(tmp_path):
-    args = ["run", "--cell", CELL, "--out", str(tmp_path), "--", "tests/drills/test_broken_import.py"]
+def test_a_module_that_fails_to_import_is_news_everywhere_and_the_other_modules_still_run(tmp_path):
+    args = ["run", "--cell", CELL, "--out", str(tmp_path), "--", "tests/drills/test_broken_import.py",
+            "tests/drills/test_slow.py::test_slow[0]"]
     no_report = _cli(*args[:4], str(tmp_path / "a"), "--no-report", *args[5:])
     assert no_report.returncode == 1, no_report.stderr
     assert "news: jax060-cpu: regression: tests/drills/test_broken_import.py" in no_report.stderr
     with_report = _cli(*args)
     assert with_report.returncode == 1, with_report.stderr
     res = read_results(tmp_path / "results" / f"{CELL}.jsonl")
+    assert res.status == "complete" and res.cases["tests/drills/test_slow.py::test_slow[0]"].raw == "pass"
     case = res.cases["tests/drills/test_broken_import.py"]
     assert case.raw == "error" and "No module named 'jax_that_does_not_exist'" in case.message
     junit = ET.parse(tmp_path / "junit.xml").getroot()

@@ -33,6 +33,24 @@ exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad i
 """
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (like every other bad input), exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of seconds above zero (a 0 or negative timeout would kill every test)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
+    return value
+
+
 RUN_ENV_HELP = """\
 environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest):
   SEAMS_TIMEOUT=S   default for --timeout
@@ -63,7 +81,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "each other's report; merge them with `harness report reports/results`)")
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS,
                    help="known-issues file or folder (default: matrices/known_issues)")
-    p.add_argument("--timeout", type=int, metavar="S",
+    p.add_argument("--timeout", type=positive_int, metavar="S",
                    help="per-test timeout, overrides the matrix's timeout_s (default: $SEAMS_TIMEOUT)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="run up to N cells at once (default: $SEAMS_JOBS, else as many as the cores carry: "
@@ -78,7 +96,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs test to keep README and --help in step)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m harness", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
                     "suites in exact version cells, judge results against known upstream issues, "

@@ -29,8 +29,31 @@ examples:
       --package jax --good 0.5.3 --bad 0.10.2
   python -m harness matrix --format github                 # CI shard list
 
-exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad input.
+exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeouts / env errors /
+  incomplete cells (a killed run, cases that never finished, zero tests, a module that fails to
+  import), 2 bad input, 3 a harness bug, 128+N stopped by signal N (its children are stopped too).
+
+environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
+  importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
 """
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (like every other bad input), exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of seconds above zero (a 0 or negative timeout would kill every test)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
+    return value
 
 
 RUN_ENV_HELP = """\
@@ -63,7 +86,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "each other's report; merge them with `harness report reports/results`)")
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS,
                    help="known-issues file or folder (default: matrices/known_issues)")
-    p.add_argument("--timeout", type=int, metavar="S",
+    p.add_argument("--timeout", type=positive_int, metavar="S",
                    help="per-test timeout, overrides the matrix's timeout_s (default: $SEAMS_TIMEOUT)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="run up to N cells at once (default: $SEAMS_JOBS, else as many as the cores carry: "
@@ -78,7 +101,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs test to keep README and --help in step)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m harness", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
                     "suites in exact version cells, judge results against known upstream issues, "
@@ -86,7 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
 
-    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml")
+    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml",
+                       description="Merge cell results and judge them again: raw outcomes against the known "
+                                   "issues (--expectations) and API presence against the API release ranges "
+                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl",
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -102,8 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
     _add_sweep_args(p)
 
-    p = sub.add_parser("validate", help="validate matrix and known-issues files (exit 2 on the first error)")
-    p.add_argument("files", nargs="*", type=Path)
+    p = sub.add_parser("validate", help="validate matrix, known-issues and API-range files (exit 2 on the first error)",
+                       description="Validate matrices, known issues (matrices/known_issues/) and API release "
+                                   "ranges (matrices/apis/); with no FILES, every one of them.")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILES")
 
     try:
         from harness.bisect.cli import add_bisect_parser

@@ -12,6 +12,8 @@ from typing import Any, Callable
 from harness.compat import api_absent, found, require
 
 CALL_JAX = "torch_xla.core.xla_builder.call_jax"
+CACHE_COUNTERS = ("torch_xla.core.xla_builder._jax_to_xla_computation_cache_elements",  # 2.8+
+                  "torch_xla.core.xla_builder._jax_to_hlo_cache_num_misses")  # 2.7
 
 
 def xla():
@@ -35,11 +37,30 @@ def cache_entries() -> int | None:
     """How many JAX -> XLA computations call_jax has cached (None where no counter is exposed)."""
     import torch_xla.core.xla_builder as xb
 
-    for name in ("_jax_to_xla_computation_cache_elements", "_jax_to_hlo_cache_num_misses"):
-        fn = getattr(xb, name, None)
+    counters = {name: getattr(xb, name.rsplit(".", 1)[1], None) for name in CACHE_COUNTERS}
+    for name, fn in counters.items():  # both probed: each has its own release range
+        found(name, fn is not None)
+    for fn in counters.values():
         if fn is not None:
             return int(fn())
     return None
+
+
+def torchax_entry(path: str) -> Any:
+    """A torchax entry point by dotted path under torchax ("extract_jax", "interop.call_jax"),
+    recorded as the API `torchax.PATH`; skip as api absent where this torchax lacks it."""
+    import importlib
+
+    torchax = require("torchax")
+    module_name, _, attr = f"torchax.{path}".rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module_name), attr, None)
+    except ImportError:
+        obj = None
+    if obj is None:
+        api_absent(f"torchax.{path}", f"torchax {getattr(torchax, '__version__', '?')}")
+    found(f"torchax.{path}", True)
+    return obj
 
 
 def device() -> Any:

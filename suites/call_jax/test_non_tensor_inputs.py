@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import torch_api
+from harness.compat import api_absent, torch_api
 from suites.call_jax.conftest import record_hlo
 
 
@@ -94,7 +94,7 @@ def test_static_value_change_retraces_and_same_value_hits_cache(xla_inputs, obse
     _cpu, (x,) = xla_inputs((4,))
     call = torch_api.call_jax()
     if torch_api.cache_entries() is None:
-        pytest.skip("api absent: this torch_xla exposes no call_jax cache counter")
+        api_absent(torch_api.CACHE_COUNTERS[0], "no call_jax cache counter in this torch_xla")
 
     def fn(x, s):  # a fresh function object: its own cache entries
         return x * s

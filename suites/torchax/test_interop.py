@@ -29,7 +29,14 @@ def tx():
 
 @pytest.fixture(scope="module")
 def env(tx):
-    return tx.default_env()
+    return torch_api.torchax_entry("default_env")()
+
+
+class Interop:
+    """torchax.interop's entry points, each looked up (and its presence recorded) on use."""
+
+    def __getattr__(self, name):
+        return torch_api.torchax_entry(f"interop.{name}")
 
 
 def _np(t):
@@ -85,7 +92,7 @@ def test_jax_grad_through_torch_module(tx, env, observe):
 
     model = _model()
     x, y = _data()
-    states, jfn = tx.extract_jax(model)
+    states, jfn = torch_api.torchax_entry("extract_jax")(model)
     jx, jy = torch_api.t2j(env, x), torch_api.t2j(env, y)
 
     def loss(states, x, y):
@@ -111,7 +118,7 @@ def test_optax_step_matches_torch_optim(opt, tx, env, observe):
     optax = require("optax")
     model = _model()
     x, y = _data()
-    states, jfn = tx.extract_jax(model)
+    states, jfn = torch_api.torchax_entry("extract_jax")(model)
     params = {k: v for k, v in states.items()}
     jx, jy = torch_api.t2j(env, x), torch_api.t2j(env, y)
     lr = 0.1 if opt == "sgd" else 1e-2
@@ -147,7 +154,7 @@ def test_optax_step_matches_torch_optim(opt, tx, env, observe):
 def test_interop_call_jax(tx, env, observe):
     import jax.numpy as jnp
 
-    from torchax import interop
+    interop = Interop()
 
     a = torch.linspace(-2, 2, 7)
     b = torch.arange(7, dtype=torch.float32)
@@ -162,7 +169,7 @@ def test_interop_call_jax(tx, env, observe):
 def test_jax_view_and_torch_view_on_pytrees(tx, env, observe):
     import jax
 
-    from torchax import interop
+    interop = Interop()
 
     tree = {"w": env.to_xla(torch.ones(2, 3)), "nested": [env.to_xla(torch.arange(4.0)), 3, "tag"]}
     jtree = interop.jax_view(tree)

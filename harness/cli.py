@@ -29,8 +29,31 @@ examples:
       --package jax --good 0.5.3 --bad 0.10.2
   python -m harness matrix --format github                 # CI shard list
 
-exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad input.
+exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeouts / env errors /
+  incomplete cells (a killed run, cases that never finished, zero tests, a module that fails to
+  import), 2 bad input, 3 a harness bug, 128+N stopped by signal N (its children are stopped too).
+
+environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
+  importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
 """
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (like every other bad input), exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of seconds above zero (a 0 or negative timeout would kill every test)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be a positive number of seconds")
+    return value
 
 
 RUN_ENV_HELP = """\
@@ -63,7 +86,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "each other's report; merge them with `harness report reports/results`)")
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS,
                    help="known-issues file or folder (default: matrices/known_issues)")
-    p.add_argument("--timeout", type=int, metavar="S",
+    p.add_argument("--timeout", type=positive_int, metavar="S",
                    help="per-test timeout, overrides the matrix's timeout_s (default: $SEAMS_TIMEOUT)")
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="run up to N cells at once (default: $SEAMS_JOBS, else as many as the cores carry: "
@@ -78,7 +101,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs test to keep README and --help in step)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m harness", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
                     "suites in exact version cells, judge results against known upstream issues, "
@@ -86,7 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
 
-    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml")
+    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml",
+                       description="Merge cell results and judge them again: raw outcomes against the known "
+                                   "issues (--expectations) and API presence against the API release ranges "
+                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl",
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -102,8 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
     _add_sweep_args(p)
 
-    p = sub.add_parser("validate", help="validate matrix and known-issues files (exit 2 on the first error)")
-    p.add_argument("files", nargs="*", type=Path)
+    p = sub.add_parser("validate", help="validate matrix, known-issues and API-range files (exit 2 on the first error)",
+                       description="Validate matrices, known issues (matrices/known_issues/) and API release "
+                                   "ranges (matrices/apis/); with no FILES, every one of them.")
+    p.add_argument("files", nargs="*", type=Path, metavar="FILES")
 
     try:
         from harness.bisect.cli import add_bisect_parser
@@ -237,14 +265,27 @@ def cmd_run(args: argparse.Namespace) -> int:
                                             progress=progress, weighted=args.jobs is None)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
             return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
-        if args.no_report:
-            return 1 if any(codes) else 0
+        if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
+            return max(_news_exit(files, args.expectations), 1 if any(codes) else 0)
         _note_replaced_report(report_dir, cells, progress.console)
         from harness.report import report_command
 
         return report_command(files, report_dir, args.expectations)
     return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
                        else CellProgress(verbose=args.verbose))
+
+
+def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> int:
+    """--no-report's verdict: print the news (at most 20 lines) and return 1 when there is any."""
+    from harness.news import news_lines
+
+    news = news_lines(files, expectations)
+    if not quiet:  # a -j worker's stderr is the parent's: the parent reports
+        for line in news[:20]:
+            print(f"news: {line}", file=sys.stderr)
+        if len(news) > 20:
+            print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+    return 1 if news else 0
 
 
 def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progress) -> int:
@@ -283,15 +324,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
         lifeline.kill_all()
     if args.no_report:
-        from harness.news import news_lines
-
-        news = news_lines(files, args.expectations)
-        if not args.progress_events:  # a -j worker's stderr is the parent's: the parent reports
-            for line in news[:20]:
-                print(f"news: {line}", file=sys.stderr)
-            if len(news) > 20:
-                print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
-        return 1 if news else 0
+        return _news_exit(files, args.expectations, quiet=args.progress_events)
     from harness.report import report_command
 
     if hasattr(progress, "console"):

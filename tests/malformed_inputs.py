@@ -250,7 +250,7 @@ _add("results: first record not CellStart", (["report", "{F}", "--out", "{T}/out
                                               {"a.jsonl": json.dumps(_END).encode() + b"\n"}), "must begin with a CellStart")
 _add("results: two CellStarts", _results(_START), "a second CellStart")
 _add("results: empty file", (["report", "{F}", "--out", "{T}/out"], {"a.jsonl": b""}), "empty results file")
-_add("results: a folder", (["report", "{T}", "--out", "{T}/out"], {}), "cannot read results")
+_add("results: a folder with no results", (["report", "{T}", "--out", "{T}/out"], {}), "no results files")
 
 # --- diff inputs -------------------------------------------------------------------------------------
 _add("diff: binary", _diff(b"\x00\x01\x02"), "not JSON")

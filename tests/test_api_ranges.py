@@ -241,3 +241,34 @@ def test_a_failed_property_names_its_falsifying_example(tmp_path):
     assert "n=17" in prop["observations"]["falsifying_example"]
     explicit = res["test_explicit"]
     assert "explicit example" in explicit["message"] and "n=5" in explicit["message"]
+
+
+@pytest.mark.e2e
+def test_api_drift_on_a_real_cell_in_run_and_rejudged(tmp_path, monkeypatch):
+    """jax 0.5.3 has no jax.lax.pvary: `skipped` under the real range; under a range claiming it
+    shipped from 0.5.0, the same run is `api-drift` (exit 1), and the report re-judges it back."""
+    from harness.cellrun import run_cell
+    from harness.matrix import catalogue
+    from harness.results import read_results
+
+    case_id = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[pvary]"
+    wrong = tmp_path / "apis"
+    wrong.mkdir()
+    text = (DEFAULT_PATH / "jax.yaml").read_text().replace('">=0.6.0,<0.10.0"', '">=0.5.0,<0.10.0"')
+    (wrong / "jax.yaml").write_text(text)
+    out = tmp_path / "jax053.jsonl"
+    run = run_cell(catalogue().cell("jax053-cpu"), out, [case_id], timeout_s=300,
+                   extra_env={"SEAMS_APIS": str(wrong)})
+    case = read_results(out).cases[case_id]
+    assert case.raw == "skip" and case.message.startswith("api absent: jax.lax.pvary")
+    assert case.observations["apis"] == {"jax.lax.pvary": False}
+    assert run.status == "complete" and run.verdicts.get("api-drift") == 1, run.verdicts
+    rec = [json.loads(line) for line in out.read_text().splitlines() if '"seams"' in line]
+    verdicts = [v["verdict"] for r in rec for n, v in r["user_properties"] if n == "seams"]
+    assert verdicts == ["api-drift"], verdicts
+    # The report with the real ranges (no rerun) says skipped.
+    monkeypatch.delenv("SEAMS_APIS", raising=False)
+    rep_out = tmp_path / "rep"
+    assert report_command([out], rep_out, known_issues(tmp_path, "")) == 0
+    rep = json.loads((rep_out / "report.json").read_text())
+    assert rep["cases"][0]["results"]["jax053-cpu"]["verdict"] == "skipped"

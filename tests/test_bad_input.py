@@ -84,10 +84,15 @@ def test_bad_input_is_one_line_exit_2(name, tmp_path):
     assert expected in lines[0], lines[0]
 
 
-def test_unknown_subcommand_and_option_are_argparse_usage_errors():
-    for argv in (["frobnicate"], ["run", "--frob"]):
+def test_usage_errors_are_one_line_exit_2():
+    for argv, expected in ((["frobnicate"], "invalid choice: 'frobnicate'"), (["run", "--frob"], "unrecognized arguments: --frob"),
+                           (["run", "--timeout", "-5"], "-5 must be a positive number of seconds"),
+                           (["run", "--timeout", "true"], "'true' is not a whole number of seconds"),
+                           (["matrix", "--format", "xml"], "invalid choice: 'xml'"), ([], "required")):
         proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=REPO, capture_output=True, text=True)
-        assert proc.returncode == 2 and "usage:" in proc.stderr and "Traceback" not in proc.stderr
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (argv, proc.stderr)
+        assert expected in lines[0] and "--help" in lines[0]
 
 
 @pytest.mark.e2e
@@ -179,3 +184,22 @@ def test_the_catalogue_is_large_and_covers_every_command():
     kinds = {name.split(":")[0] for name in CATALOGUE}
     assert {"matrix", "issues", "results", "diff", "bisect", "run", "report"} <= kinds
     assert len(CATALOGUE) >= 150
+
+
+def test_declared_ids_read_the_suites_parametrize_statically():
+    """bisect rejects a [param] from this static read, so it must agree with pytest's ids (checked
+    against `pytest suites --collect-only` in a cell when written; here on known cases)."""
+    import ast
+
+    from harness.testids import declared_ids
+
+    assert declared_ids("suites/call_jax/test_non_tensor_inputs.py::test_static_scalar[none-kwarg]") >= {"none-kwarg", "int-arg"}
+    assert declared_ids(SHARD) == {"base", "pvary", "pcast", "no_replication_check"}
+    assert declared_ids("suites/shard_map/test_linearize_transpose.py::test_grad_of_shard_map_with_pvary") == {""}
+    assert declared_ids("suites/nope.py::test_x[a]") is None  # unknown: never a reason to reject
+    for f in sorted(REPO.glob("suites/**/test_*.py")):
+        rel = f.relative_to(REPO).as_posix()
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                ids = declared_ids(f"{rel}::{node.name}")
+                assert ids is None or (ids and all(isinstance(i, str) for i in ids))

@@ -150,7 +150,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     span = between(versions, good, bad)
     n_between = len(span) - 2
     base = _base_cell(args)
-    args.out.mkdir(parents=True, exist_ok=True)
+    from harness.safeio import check_writable
+
+    check_writable(args.out)  # a read-only or file --out: one line, before the first probe
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     prober = Prober(base, package, args.test_id, _regress(args.regress), held, args.out / "probes",
                     script=args.script, log=log)

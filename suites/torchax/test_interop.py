@@ -180,3 +180,39 @@ def test_jax_view_and_torch_view_on_pytrees(tx, env, observe):
     back = interop.torch_view(jtree)
     assert isinstance(back["w"], torch.Tensor) and back["nested"][1:] == [3, "tag"]
     observe.close(np.asarray(interop.jax_view(back["nested"][0])), np.arange(4.0), rtol=0, atol=0)
+
+
+def test_interop_call_jax_jnp_scalar_type_static(tx, env, observe):
+    """A jnp scalar type (jnp.int32, a class, so callable) passed as a static must reach the JAX
+    function unchanged, as the call_jax family's generated trees pass it (found by the property)."""
+    import jax.numpy as jnp
+
+    interop = Interop()
+    x = env.to_xla(torch.arange(6, dtype=torch.float32).reshape(2, 3) * 1.5)
+    seen = []
+
+    def cast(u, dtype):
+        seen.append(repr(dtype))
+        return u.astype(dtype)
+
+    with env:
+        try:
+            out = interop.call_jax(cast, x, jnp.int32)
+        finally:
+            observe.record(static_seen=seen)
+    assert seen == [repr(jnp.int32)], f"the JAX function received {seen}, not jnp.int32"
+    got = np.asarray(interop.jax_view(out))
+    assert got.dtype == np.int32, f"cast to jnp.int32 came back as {got.dtype}"
+    observe.close(got, (np.arange(6).reshape(2, 3) * 1.5).astype(np.int32), rtol=0, atol=0)
+
+
+def test_interop_call_jax_torch_dtype_static(tx, env, observe):
+    """A torch dtype passed as a static reaches the JAX function as the matching JAX dtype
+    (found by the property on torch_xla 2.8.1's bundled torchax)."""
+    interop = Interop()
+    x = env.to_xla(torch.arange(6, dtype=torch.float32).reshape(2, 3) * 1.5)
+    with env:
+        out = interop.call_jax(lambda u, dtype: u.astype(dtype), x, torch.int32)
+    got = np.asarray(interop.jax_view(out))
+    assert got.dtype == np.int32, f"cast to torch.int32 came back as {got.dtype}"
+    observe.close(got, (np.arange(6).reshape(2, 3) * 1.5).astype(np.int32), rtol=0, atol=0)

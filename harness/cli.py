@@ -29,7 +29,12 @@ examples:
       --package jax --good 0.5.3 --bad 0.10.2
   python -m harness matrix --format github                 # CI shard list
 
-exit status: 0 nothing new, 1 regressions / unexpected passes / crashes, 2 bad input.
+exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeouts / env errors /
+  incomplete cells (a killed run, cases that never finished, zero tests, a module that fails to
+  import), 2 bad input, 3 a harness bug, 128+N stopped by signal N (its children are stopped too).
+
+environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
+  importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
 """
 
 
@@ -260,14 +265,27 @@ def cmd_run(args: argparse.Namespace) -> int:
                                             progress=progress, weighted=args.jobs is None)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
             return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
-        if args.no_report:
-            return 1 if any(codes) else 0
+        if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
+            return max(_news_exit(files, args.expectations), 1 if any(codes) else 0)
         _note_replaced_report(report_dir, cells, progress.console)
         from harness.report import report_command
 
         return report_command(files, report_dir, args.expectations)
     return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
                        else CellProgress(verbose=args.verbose))
+
+
+def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> int:
+    """--no-report's verdict: print the news (at most 20 lines) and return 1 when there is any."""
+    from harness.news import news_lines
+
+    news = news_lines(files, expectations)
+    if not quiet:  # a -j worker's stderr is the parent's: the parent reports
+        for line in news[:20]:
+            print(f"news: {line}", file=sys.stderr)
+        if len(news) > 20:
+            print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+    return 1 if news else 0
 
 
 def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progress) -> int:
@@ -306,15 +324,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
         lifeline.kill_all()
     if args.no_report:
-        from harness.news import news_lines
-
-        news = news_lines(files, args.expectations)
-        if not args.progress_events:  # a -j worker's stderr is the parent's: the parent reports
-            for line in news[:20]:
-                print(f"news: {line}", file=sys.stderr)
-            if len(news) > 20:
-                print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
-        return 1 if news else 0
+        return _news_exit(files, args.expectations, quiet=args.progress_events)
     from harness.report import report_command
 
     if hasattr(progress, "console"):

@@ -132,3 +132,13 @@ def test_a_worker_that_cannot_run_its_cell_fails_the_run_without_a_report(tmp_pa
     assert proc.returncode == 2, proc.stderr
     assert "jax053-cpu: exit 2" in proc.stderr and "another run" in proc.stderr, proc.stderr
     assert not (out / "report.json").exists(), "no report from a partial run"
+
+
+@pytest.mark.e2e
+def test_parallel_no_report_names_the_news_and_exits_1(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", *sum((["--cell", c] for c in CELLS), []), "-j", "2",
+                           "--out", str(tmp_path), "--no-report", "--", "tests/drills/test_faults.py", "-k",
+                           "ok_before or abort"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    for cell in CELLS:
+        assert f"news: {cell}: crash: tests/drills/test_faults.py::test_abort" in proc.stderr, proc.stderr

@@ -21,7 +21,7 @@ from harness.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent
 CELL = "jax060-cpu"
-pytestmark = pytest.mark.e2e
+e2e = pytest.mark.e2e
 
 
 def _run(tmp_path: Path, drill: str, *extra: str, **kw) -> tuple[object, object, float]:
@@ -36,6 +36,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@e2e
 def test_a_hang_while_importing_the_suites_is_killed_at_its_deadline_and_recorded(tmp_path):
     run, res, took = _run(tmp_path, "test_hang_at_import.py", collect_timeout_s=3)
     assert took < 30, "the import hang was killed at its deadline, not after the module's 600 s sleep"
@@ -43,6 +44,7 @@ def test_a_hang_while_importing_the_suites_is_killed_at_its_deadline_and_recorde
     assert res.cases["(collection)"].raw == "timeout" and "3 s" in res.cases["(collection)"].message
 
 
+@e2e
 def test_a_hang_at_interpreter_exit_is_a_timeout_that_keeps_every_result(tmp_path):
     run, res, _ = _run(tmp_path, "test_hang_at_exit.py", exit_timeout_s=2)
     assert res.cases["tests/drills/test_hang_at_exit.py::test_passes_then_exit_hangs"].raw == "pass"
@@ -50,12 +52,14 @@ def test_a_hang_at_interpreter_exit_is_a_timeout_that_keeps_every_result(tmp_pat
     assert run.outcomes.get("timeout") == 1
 
 
+@e2e
 def test_a_crash_at_interpreter_exit_is_recorded_not_ignored(tmp_path):
     _, res, _ = _run(tmp_path, "test_crash_at_exit.py")
     assert res.cases["tests/drills/test_crash_at_exit.py::test_passes_then_exit_crashes"].raw == "pass"
     assert (res.cases["(exit)"].raw, res.cases["(exit)"].signal) == ("crash", "SIGSEGV")
 
 
+@e2e
 def test_a_run_that_stops_early_is_incomplete_naming_how_many_cases_are_missing(tmp_path):
     run, res, _ = _run(tmp_path, "test_stops_early.py", "-x")
     assert res.status == run.status == "incomplete"
@@ -63,6 +67,7 @@ def test_a_run_that_stops_early_is_incomplete_naming_how_many_cases_are_missing(
     assert res.cases["tests/drills/test_stops_early.py::test_third_never_runs"].raw == "incomplete"
 
 
+@e2e
 def test_a_module_that_fails_to_import_is_news_everywhere_and_the_other_modules_still_run(tmp_path):
     args = ["run", "--cell", CELL, "--out", str(tmp_path), "--", "tests/drills/test_broken_import.py",
             "tests/drills/test_slow.py::test_slow[0]"]
@@ -82,8 +87,21 @@ def test_a_module_that_fails_to_import_is_news_everywhere_and_the_other_modules_
     assert again.returncode == 1
 
 
+@e2e
 def test_a_selection_that_matches_no_test_is_news_not_green(tmp_path):
     proc = _cli("run", "--cell", CELL, "--out", str(tmp_path), "--no-report", "--", "tests/drills/test_slow.py::test_typo")
     assert proc.returncode == 1, proc.stderr
     res = read_results(tmp_path / "results" / f"{CELL}.jsonl")
     assert res.status == "incomplete"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "ten", "1.5"])
+def test_a_bad_phase_deadline_is_one_line_of_bad_input(monkeypatch, value):
+    from harness.cellrun import _phase_timeouts
+    from harness.errors import UserError
+
+    monkeypatch.setenv("SEAMS_EXIT_TIMEOUT_S", value)
+    with pytest.raises(UserError, match="SEAMS_EXIT_TIMEOUT_S=.*positive whole number"):
+        _phase_timeouts(None, None)
+    monkeypatch.setenv("SEAMS_EXIT_TIMEOUT_S", "7")
+    assert _phase_timeouts(None, None)[1] == 7 and _phase_timeouts(3, None)[0] == 3

@@ -27,6 +27,8 @@ def _run(tmp_path, cell_name: str, seed: str | None, test_id: str):
 
 UNUSED = "suites/call_jax/test_unused_args.py::test_unused_arguments[unused_first]"
 PVARY = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[pvary]"
+X64 = "suites/call_jax/test_upstream_parity.py::test_cache_by_jax_config_x64"
+PYTREE_PROPERTY = "suites/call_jax/test_properties.py::test_generated_pytrees_match_jax"
 HOST = "suites/compute_on/test_eager_vs_aot.py::test_eager_vs_aot[jit_outside_compute_on]"
 
 
@@ -63,3 +65,15 @@ def test_the_shard_map_property_finds_a_transpose_bug_the_hand_written_case_miss
     # The results record names the input hypothesis shrank to (the report and repro show it).
     assert "prog=Program(" in (seeded.message or ""), seeded.message
     assert "prog=Program(" in seeded.observations.get("falsifying_example", "")
+
+
+def test_call_jax_cache_blind_to_jax_config_fails(tmp_path):
+    assert _run(tmp_path, "xla29-cpu", None, X64).raw == "pass"
+    seeded = _run(tmp_path, "xla29-cpu", "cache_ignores_jax_config", X64)
+    assert seeded.raw == "fail" and "cache entries added without x64, then with x64: [1, 0]" in (seeded.message or "")
+
+
+def test_the_call_jax_property_catches_flattened_outputs(tmp_path):
+    """No hand-written output-tree case runs here: the generated trees alone must see it."""
+    seeded = _run(tmp_path, "xla29-cpu", "flat_call_jax_outputs", PYTREE_PROPERTY)
+    assert seeded.raw == "fail" and "output tree" in (seeded.message or "") and "differs from JAX's" in seeded.message

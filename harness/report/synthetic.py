@@ -27,7 +27,7 @@ def write_synthetic_results(out_dir: Path, results: int = 10_000, cells: int = 2
             nodeid = f"suites/fam{i % 5}/test_x.py::test_case[{i}]"
             raw = rng.choice(_RAWS)
             seams = {"raw": raw, "verdict": "", "error_type": "AssertionError" if raw == "fail" else None,
-                     "message": f"mismatch at index {i}" if raw == "fail" else ("api absent: x" if raw == "skip" else None),
+                     "message": f"mismatch at index {i}" if raw == "fail" else ("not in cell: torch_xla is not installed in this cell" if raw == "skip" else None),
                      "observations": {"numerics": {"max_abs_err": rng.random() * 1e-7, "max_rel_err": 1e-7, "rtol": 1e-6, "atol": 1e-6}}}
             recs.append({"$report_type": "TestStart", "nodeid": nodeid})
             recs.append({"$report_type": "TestReport", "nodeid": nodeid, "when": "call",

@@ -14,7 +14,7 @@ os.environ.setdefault("PJRT_DEVICE", "CPU")
 pytest_plugins = ["harness.plugin"]
 
 try:
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 except ImportError:  # a hand-made env without hypothesis: the property layers skip themselves
     pass
 else:
@@ -24,7 +24,10 @@ else:
     _common = dict(derandomize=True, deadline=None, database=None, print_blob=True,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                           HealthCheck.differing_executors])
-    settings.register_profile("ci", max_examples=12, **_common)
+    # `ci` does not shrink: a property failing on a release would spend minutes shrinking and hit the
+    # cell's timeout; the failing example is still named. `nightly` and `dev` shrink, and their
+    # shrunk examples become explicit scenarios.
+    settings.register_profile("ci", max_examples=12, phases=[p for p in Phase if p != Phase.shrink], **_common)
     settings.register_profile("nightly", max_examples=100, **_common)
     settings.register_profile("dev", max_examples=5, **_common)
     settings.load_profile(os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci"))

@@ -9,25 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.safeio import atomic_write, dumps_strict
+from harness.testids import read_suite_module
 
-REPO = Path(__file__).resolve().parent.parent
 _SKIP = {"ok", "skipped"}
 
 
 def test_source(nodeid: str) -> str | None:
     """The source of the test function a node id names (from this checkout), if it can be found."""
-    path, _, rest = nodeid.partition("::")
-    name = rest.split("[")[0].split("::")[-1]
-    if not path.endswith(".py") or "\x00" in path:
+    name = nodeid.partition("::")[2].split("[")[0].split("::")[-1]
+    read = read_suite_module(nodeid)
+    if read is None:
         return None
-    file = (REPO / path).resolve()
-    if REPO not in file.parents:  # ids come from results files: read nothing outside the checkout
-        return None
-    try:
-        text = file.read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError):
-        return None
+    text, tree = read
     lines = text.splitlines()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == name:

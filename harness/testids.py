@@ -99,14 +99,12 @@ def _decorator_ids(dec: ast.expr, names: dict[str, ast.expr]) -> list[str] | Non
     return out
 
 
-def declared_ids(nodeid: str) -> set[str] | None:
-    """The `[...]` parameter ids the test function of nodeid declares ({""} if unparametrized).
+def read_suite_module(nodeid: str) -> tuple[str, ast.Module] | None:
+    """(source, parsed tree) of the module a node id names, inside this checkout only; else None.
 
-    None when that cannot be read statically (fixture params, computed values, no such function):
-    the caller then cannot reject an id, only accept it.
+    Ids come from results files and the command line: nothing outside the checkout is read.
     """
-    path, _, rest = nodeid.partition("::")
-    parts = rest.split("[")[0].split("::")
+    path = nodeid.partition("::")[0]
     if not path.endswith(".py") or "\x00" in path:
         return None
     file = (REPO / path).resolve()
@@ -114,9 +112,22 @@ def declared_ids(nodeid: str) -> set[str] | None:
         return None
     try:
         text = file.read_text(encoding="utf-8")
-        tree = ast.parse(text)
+        return text, ast.parse(text)
     except (OSError, SyntaxError, ValueError):
         return None
+
+
+def declared_ids(nodeid: str) -> set[str] | None:
+    """The `[...]` parameter ids the test function of nodeid declares ({""} if unparametrized).
+
+    None when that cannot be read statically (fixture params, computed values, no such function):
+    the caller then cannot reject an id, only accept it.
+    """
+    parts = nodeid.partition("::")[2].split("[")[0].split("::")
+    read = read_suite_module(nodeid)
+    if read is None:
+        return None
+    text, tree = read
     if "params=" in text or "pytestmark" in text or "pytest_generate_tests" in text:
         return None  # parameters from fixtures or hooks: not followed statically
     names = _module_values(tree)

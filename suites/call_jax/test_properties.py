@@ -16,7 +16,6 @@ and value) and stay put on an exact repeat. Deterministic under the root conftes
 from __future__ import annotations
 
 import enum
-import os
 
 import jax
 import jax.numpy as jnp
@@ -28,14 +27,6 @@ from harness.numerics import to_numpy
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
-
-# The `ci` profile bounds a cell's time: no shrinking there (a failing release would spend up to
-# 5 min shrinking and hit the cell timeout); `nightly` and `dev` shrink, and their shrunk
-# examples become explicit scenarios.
-bounded = hypothesis.settings(
-    hypothesis.settings.default,
-    phases=[p for p in hypothesis.Phase if p != hypothesis.Phase.shrink]
-    if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "ci" else hypothesis.settings.default.phases)
 
 try:
     import torch
@@ -278,7 +269,6 @@ def _reorder(kwargs: dict, data) -> dict:
     return {k: kwargs[k] for k in keys}
 
 
-@bounded
 @hypothesis.given(data=st.data())
 def test_generated_pytrees_match_jax(data, xla_inputs, observe):
     """One call with a generated input tree (args and kwargs, any order) equals JAX directly."""
@@ -335,7 +325,6 @@ def _mutate(sig, data):
     return [swap(a) for a in args], {k: swap(v) for k, v in kwargs.items()}
 
 
-@bounded
 @hypothesis.given(data=st.data())
 def test_generated_call_sequences_keep_cache_and_results_right(data, xla_inputs, observe):
     """A sequence of calls reusing one function: each result equals JAX directly, and the cache

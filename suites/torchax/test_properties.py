@@ -10,7 +10,6 @@ torchax.extract_jax against torch autograd on CPU. Deterministic under the root 
 from __future__ import annotations
 
 import contextlib
-import os
 
 import numpy as np
 import pytest
@@ -21,14 +20,6 @@ from suites.call_jax.test_properties import _dtype_static, _map, _torch_dtype, n
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
-
-# The `ci` profile bounds a cell's time: no shrinking there (a failing release would spend up to
-# 5 min shrinking and hit the cell timeout); `nightly` and `dev` shrink, and their shrunk
-# examples become explicit scenarios.
-bounded = hypothesis.settings(
-    hypothesis.settings.default,
-    phases=[p for p in hypothesis.Phase if p != hypothesis.Phase.shrink]
-    if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "ci" else hypothesis.settings.default.phases)
 
 try:
     import torch
@@ -96,7 +87,6 @@ def _view(t, how: str):
     return t
 
 
-@bounded
 @hypothesis.given(dtype=st.sampled_from(DTYPES), shape=SHAPES, how=st.sampled_from(VIEWS),
                   seed=st.integers(0, 3))
 def test_generated_round_trips_are_exact(dtype, shape, how, seed, env, observe):
@@ -139,7 +129,6 @@ def _module(kinds: list, width: list, seed: int):
     return torch.nn.Sequential(*layers)
 
 
-@bounded
 @hypothesis.example(kinds=["softplus"], width=[2], batch=4, seed=3)  # found on torchax 0.0.4 (xla27-cpu)
 @hypothesis.given(kinds=st.lists(LAYERS, min_size=1, max_size=4), width=st.lists(st.integers(1, 5), min_size=1, max_size=3),
                   batch=st.integers(1, 4), seed=st.integers(0, 3))
@@ -170,7 +159,6 @@ def test_generated_module_grads_match_torch_autograd(kinds, width, batch, seed, 
         np.testing.assert_allclose(g, _host(p.grad), rtol=1e-4, atol=1e-6, err_msg=f"grad.{name}")
 
 
-@bounded
 @hypothesis.given(data=st.data())
 def test_generated_pytrees_through_interop_call_jax(data, env, observe):
     """torchax.interop.call_jax with the call_jax family's generated input trees (torchax tensors,

@@ -182,6 +182,16 @@ def _device(ctx: _Ctx, value: Any, owner: Any, key: str = "device") -> str:
     return value
 
 
+def _devices(ctx: _Ctx, owner: Any, default: list[str]) -> list[str]:
+    """The `devices` list of a matrix or sweep (default when absent), each a known device type."""
+    devices = owner.get("devices") or default
+    if not isinstance(devices, list):
+        raise ctx.err(owner, "devices", "devices must be a list such as [cpu, tpu]")
+    for d in devices:
+        _device(ctx, d, owner, "devices")
+    return devices
+
+
 def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) -> Cell:
     """Merge defaults then stack/include settings (later wins; pins, env merge) into a Cell."""
     if not isinstance(name, str) or not _CELL_NAME_RE.match(name):
@@ -234,11 +244,7 @@ def _load_one(path: Path) -> list[Cell]:
     stacks = doc.get("stacks") or {}
     if not isinstance(stacks, dict):
         raise ctx.err(doc, "stacks", "stacks must map stack names to {pins: ...}")
-    devices = doc.get("devices") or ([default_device] if stacks else [])
-    if not isinstance(devices, list):
-        raise ctx.err(doc, "devices", "devices must be a list such as [cpu, tpu]")
-    for d in devices:
-        _device(ctx, d, doc, "devices")
+    devices = _devices(ctx, doc, [default_device] if stacks else [])
     excludes = doc.get("exclude") or []
     if not isinstance(excludes, list):
         raise ctx.err(doc, "exclude", "exclude must be a list of {stack: ..., device: ...}")

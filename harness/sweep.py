@@ -34,7 +34,7 @@ from harness.bisect.probe import paired_pins
 from harness.bisect.versions import list_versions
 from harness.cell import PYTHON, Cell
 from harness.errors import UserError
-from harness.matrix import DEFAULT_MATRIX, MATRICES_DIR, Matrix, _build_cell, _check_keys, _Ctx, _device
+from harness.matrix import DEFAULT_MATRIX, MATRICES_DIR, Matrix, _build_cell, _check_keys, _Ctx, _device, _devices
 from harness.yamlio import line_of, load_yaml
 
 SWEEPS_DIR = MATRICES_DIR / "sweeps"
@@ -77,11 +77,7 @@ def _expand_one(ctx: _Ctx, sweep: Any, defaults: dict, default_device: str) -> l
         raise ctx.err(sweep, None, "a sweep needs `package` and `versions`, e.g. {package: jax, versions: '>=0.4.38'}")
     pkg = canonicalize_name(str(sweep["package"]))
     spec = _spec(ctx, sweep["versions"], sweep, "versions")
-    devices = sweep.get("devices") or [default_device]
-    if not isinstance(devices, list):
-        raise ctx.err(sweep, "devices", "devices must be a list such as [cpu]")
-    for d in devices:
-        _device(ctx, d, sweep, "devices")
+    devices = _devices(ctx, sweep, [default_device])
     withs = sweep.get("with") or []
     if not isinstance(withs, list):
         raise ctx.err(sweep, "with", "with must be a list of {versions, pins, extras}")

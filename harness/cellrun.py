@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -34,6 +35,7 @@ from harness.devices import available
 from harness.envs import Env, EnvError, ensure_env
 from harness.errors import UserError
 from harness.resultsfile import Tail, append_record
+from harness.workers import BACKSTOP_S, user_chose, xdist_args
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_VERSION = 1
@@ -84,8 +86,7 @@ class _Watch:
     """What the watchdog learned from the results file so far (the whole cell, and this attempt)."""
 
     collected: list[str] | None = None
-    current: str | None = None
-    current_since: float = 0.0
+    running: dict[str, float] = field(default_factory=dict)  # started, not finished -> since when
     finished: set[str] = field(default_factory=set)
     collect_errors: set[str] = field(default_factory=set)
     outcomes: dict[str, int] = field(default_factory=dict)
@@ -94,11 +95,22 @@ class _Watch:
     attempt_collected: list[str] | None = None
     attempt_started: float = 0.0
     done_since: float | None = None
+    workers_died: int = 0  # this attempt: xdist workers that died on a test (recorded by the plugin)
 
     def begin_attempt(self) -> None:
         """A new pytest process starts: its collection and exit are timed afresh."""
-        self.attempt_collected, self.done_since = None, None
-        self.current, self.attempt_started = None, time.monotonic()
+        self.attempt_collected, self.done_since, self.workers_died = None, None, 0
+        self.running, self.attempt_started = {}, time.monotonic()
+
+    @property
+    def current(self) -> str | None:
+        """The test running longest (the only one without xdist)."""
+        return min(self.running, key=self.running.__getitem__) if self.running else None
+
+    def finish(self, nodeid: str) -> None:
+        """`nodeid` is done, however it ended."""
+        self.finished.add(nodeid)
+        self.running.pop(nodeid, None)
 
     def count(self, raw: str, verdict: str) -> None:
         """Count one finished case by raw outcome and in-run verdict."""
@@ -106,7 +118,7 @@ class _Watch:
         self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
 
     def _check_done(self) -> None:
-        if self.done_since is None and self.attempt_collected is not None and self.current is None \
+        if self.done_since is None and self.attempt_collected is not None and not self.running \
                 and all(n in self.finished for n in self.attempt_collected):
             self.done_since = time.monotonic()
 
@@ -127,7 +139,18 @@ class _Watch:
             progress(cell, {"event": "test", "nodeid": rec.get("nodeid") or "(collection)", "raw": "error",
                             "verdict": "regression", "signal": "collection error"})
         elif kind == "TestStart":
-            self.current, self.current_since = rec["nodeid"], time.monotonic()
+            self.running[rec["nodeid"]] = time.monotonic()
+        elif kind in ("TestCrash", "TestTimeout") and rec.get("worker") is not None:
+            # An xdist worker died on this test; the controller recorded it and carries on. (The
+            # harness's own crash records carry no worker and are counted where they are written.)
+            raw = "crash" if kind == "TestCrash" else "timeout"
+            self.count(raw, raw)
+            self.workers_died += 1
+            progress(cell, {"event": "test", "nodeid": rec["nodeid"], "raw": raw, "verdict": raw,
+                            "signal": rec.get("signal"), "done": len(self.finished) + 1,
+                            "total": len(self.collected or [])})
+            self.finish(rec["nodeid"])
+            self._check_done()
         elif kind == "TestReport":
             for name, value in rec.get("user_properties") or []:
                 if name == "seams":
@@ -136,19 +159,18 @@ class _Watch:
                                     "verdict": value["verdict"], "done": len(self.finished) + 1,
                                     "total": len(self.collected or [])})
             if rec.get("when") == "teardown":
-                self.finished.add(rec["nodeid"])
-                if self.current == rec["nodeid"]:
-                    self.current = None
+                self.finish(rec["nodeid"])
                 self._check_done()
         elif kind == "SessionFinish":
-            self.current = None
+            self.running.clear()
             if self.done_since is None:
                 self.done_since = time.monotonic()
 
     def overdue(self, now: float, timeout_s: float, collect_s: float, exit_s: float) -> tuple[str, str] | None:
         """("test", nodeid) or ("phase", collection|exit) once the running phase is past its deadline."""
-        if self.current is not None:
-            return ("test", self.current) if now - self.current_since > timeout_s else None
+        if self.running:
+            oldest = self.current
+            return ("test", oldest) if now - self.running[oldest] > timeout_s else None
         if self.attempt_collected is None:
             return ("phase", "collection") if now - self.attempt_started > collect_s else None
         if self.done_since is not None and now - self.done_since > exit_s:
@@ -186,11 +208,13 @@ def run_cell(
     env_provider: Callable[[Cell, Callable[[str], None]], Env] = ensure_env,
     collect_timeout_s: int | None = None,
     exit_timeout_s: int | None = None,
+    xdist: int = 0,
 ) -> CellRun:
     """Build the cell's env and run pytest in it, writing every result to `results` as it happens.
 
     env_provider lets a caller hand over an env it is already building in the background
     (`harness run` prepares the next cell's env while the current one runs its tests).
+    xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.workers).
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
     results = Path(results)
@@ -202,14 +226,14 @@ def run_cell(
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
         return _run_locked(cell, results, pytest_args, expectations, timeout_s or cell.timeout_s, phases,
-                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider)
+                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist)
     finally:
         lock.release()
 
 
 def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
                 timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
-                env_provider: Callable[[Cell, Callable[[str], None]], Env]) -> CellRun:
+                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int) -> CellRun:
     start = time.monotonic()
     # A re-run replaces the cell's previous results; write to a fresh file then move it into place
     # only as the first record lands, so a reader never sees a half-replaced file.
@@ -232,7 +256,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
 
     try:
         return _run_started(cell, results, pytest_args, expectations, timeout_s, phases, progress, log_dir,
-                            extra_env, env_provider, run, end)
+                            extra_env, env_provider, run, end, xdist)
     except BaseException as exc:
         # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
         # signal handler and the finally blocks kill it); close the file saying why, then unwind.
@@ -248,7 +272,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
 def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
                  timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
                  extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
-                 run: CellRun, end: Callable[..., CellRun]) -> CellRun:
+                 run: CellRun, end: Callable[..., CellRun], xdist: int) -> CellRun:
     collect_s, exit_s = phases
     ok, why = available(cell.device)
     if not ok:
@@ -273,20 +297,25 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     skip: list[str] = []
     exitstatus = None
     stopped = ""  # why the cell stopped before running everything (a hang or crash outside the tests)
+    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path)}
+    xdist_mode = bool(xdist) or user_chose(pytest_args)
     for _attempt in range(MAX_RESUMES):
-        argv = _pytest_argv(env.python, cell, results, expectations, skip, pytest_args)
+        argv = _pytest_argv(env.python, cell, results, expectations, skip, pytest_args, xdist, timeout_s,
+                            serial=not xdist_mode)
+        # Under xdist each worker times its own tests (and records the stack); the harness's deadline
+        # is only the backstop, so it comes later.
+        test_limit = timeout_s + BACKSTOP_S if xdist_mode else timeout_s
         watch.begin_attempt()
-        overdue, rc = _attempt_once(argv, cell, extra_env, log_path, tail, watch, (timeout_s, collect_s, exit_s),
+        overdue, rc = _attempt_once(argv, cell, run_env, log_path, tail, watch, (test_limit, collect_s, exit_s),
                                     progress)
         for rec in tail.records():  # whatever landed between the last poll and exit
             watch.feed(rec, progress, cell.name)
         if overdue is not None and overdue[0] == "test":
             hung = overdue[1]
-            append_record(results, {"$report_type": "TestTimeout", "nodeid": hung, "timeout_s": timeout_s})
+            append_record(results, {"$report_type": "TestTimeout", "nodeid": hung, "timeout_s": test_limit})
             progress(cell.name, {"event": "test", "nodeid": hung, "raw": "timeout", "verdict": "timeout"})
             watch.count("timeout", "timeout")
-            watch.finished.add(hung)
-            watch.current = None
+            watch.finish(hung)
         elif overdue is not None:  # a hang outside any test: record it, keep every result, move on
             phase = overdue[1]
             limit = collect_s if phase == "collection" else exit_s
@@ -298,15 +327,28 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
                 stopped = f"hung while importing and collecting: killed after {limit} s; see {log_path}"
             exitstatus = rc
             break
-        elif watch.current is not None and watch.current not in watch.finished:
+        elif len(watch.running) > 1:
+            # pytest's xdist controller died while its workers ran several tests: which one (if any)
+            # caused it is unknown, so none is blamed; the rest runs again without xdist, where a
+            # crash names its test.
             sig = _signal_name(rc)
-            append_record(results, {"$report_type": "TestCrash", "nodeid": watch.current, "signal": sig,
-                                    "returncode": rc, "stderr_tail": _log_tail(log_path, 2000)})
-            progress(cell.name, {"event": "test", "nodeid": watch.current, "raw": "crash", "verdict": "crash",
+            append_record(results, {"$report_type": "TestCrash", "nodeid": "", "phase": "outside tests",
+                                    "signal": sig, "returncode": rc, "running": sorted(watch.running),
+                                    "stderr_tail": _log_tail(log_path, 2000)})
+            progress(cell.name, {"event": "test", "nodeid": "(outside tests)", "raw": "crash", "verdict": "crash",
                                  "signal": sig})
             watch.count("crash", "crash")
-            watch.finished.add(watch.current)
-            watch.current = None
+            watch.running.clear()
+            xdist, xdist_mode = 0, False
+        elif watch.current is not None:
+            hit = watch.current
+            sig = _signal_name(rc)
+            append_record(results, {"$report_type": "TestCrash", "nodeid": hit, "signal": sig,
+                                    "returncode": rc, "stderr_tail": _log_tail(log_path, 2000)})
+            progress(cell.name, {"event": "test", "nodeid": hit, "raw": "crash", "verdict": "crash",
+                                 "signal": sig})
+            watch.count("crash", "crash")
+            watch.finish(hit)
         elif rc < 0:  # died by a signal outside any test: while collecting, between tests, or at exit
             phase = ("collection" if watch.attempt_collected is None
                      else "exit" if watch.done_since is not None else "outside tests")
@@ -323,13 +365,16 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
                 break
         else:
             exitstatus = rc
-            break
+            if not (xdist_mode and watch.workers_died):
+                break
+            # xdist stopped replacing workers that died (--max-worker-restart): resume what is left.
         remaining = [n for n in (watch.collected or []) if n not in watch.finished]
         if not remaining:
             break
         skip = sorted(watch.finished)
         progress(cell.name, {"event": "resume", "remaining": len(remaining)})
     results.with_name(results.name + ".done.json").unlink(missing_ok=True)
+    shutil.rmtree(results.with_name(results.name + ".hangs"), ignore_errors=True)
     run.outcomes = dict(watch.outcomes)
     run.verdicts = dict(watch.verdicts)
     if watch.collected is None:
@@ -388,7 +433,8 @@ def _telling_line(log_path: Path) -> str:
 
 
 def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | None,
-                 skip: Sequence[str], pytest_args: Sequence[str]) -> list[str]:
+                 skip: Sequence[str], pytest_args: Sequence[str], xdist: int = 0, timeout_s: int = 0,
+                 serial: bool = False) -> list[str]:
     argv = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO),
             "--seams-results", str(results), "--seams-cell", cell.name, "--seams-device", cell.device,
             "--seams-pins", json.dumps(cell.pins), "-q", "-rfEsx",
@@ -396,6 +442,11 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
             "--continue-on-collection-errors"]
     if expectations is not None:
         argv += ["--seams-expectations", str(expectations)]
+    argv += xdist_args(xdist, list(pytest_args))
+    if xdist or user_chose(pytest_args):  # read only by xdist workers: the deadline each one arms
+        argv += ["--seams-timeout", str(timeout_s)]
+    if xdist:
+        argv += ["--seams-chips", str(xdist)]
     if skip:
         done = results.with_name(results.name + ".done.json")
         done.write_text(json.dumps(list(skip)))
@@ -403,7 +454,8 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
     # Run the suites unless the caller named what to run (a path or node id inside this checkout).
     if not any(not a.startswith("-") and (REPO / a.split("::")[0]).exists() for a in pytest_args):
         argv.append("suites")
-    return argv + list(pytest_args)
+    # serial after the xdist controller died: `-n 0` last, so it wins over a -n among pytest_args.
+    return argv + list(pytest_args) + (["-n", "0"] if serial and user_chose(pytest_args) else [])
 
 
 def _watch(proc: subprocess.Popen, tail: Tail, watch: _Watch, limits: tuple[int, int, int],

@@ -56,17 +56,29 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _workers_arg(text: str) -> int | str:
+    """argparse type for --xdist: a number of workers or 'auto'."""
+    from harness.workers import parse_workers
+
+    try:
+        return parse_workers(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 RUN_ENV_HELP = """\
 environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest):
-  SEAMS_TIMEOUT=S   default for --timeout
-  SEAMS_JOBS=N      default for -j
-  SEAMS_VERBOSE=1   same as -v
+  SEAMS_TIMEOUT=S     default for --timeout
+  SEAMS_JOBS=N        default for -j
+  SEAMS_XDIST=N|auto  default for --xdist
+  SEAMS_VERBOSE=1     same as -v
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
   python -m harness run --cell jax060-cpu -- -k linearize  # extra args go to pytest
   tox -e jax060-cpu -- -k shard_map                         # the same under tox
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
+  python -m harness run --cell jax060-cpu --xdist auto      # the cell's cases over the free cores
 """
 
 
@@ -91,6 +103,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="run up to N cells at once (default: $SEAMS_JOBS, else as many as the cores carry: "
                         "a torch/torch_xla cell weighs a core, a jax-only cell half of one); 1 = one after another")
+    p.add_argument("--xdist", type=_workers_arg, metavar="N|auto",
+                   help="pytest-xdist workers inside each cell (default: $SEAMS_XDIST, else 0). auto: on cpu, "
+                        "the cores a cell has to itself (cores // cells running at once; below 2, none); on "
+                        "gpu/tpu none, since the scenarios need every chip in one process. A number N on gpu/tpu "
+                        "gives each worker one chip. Crashes and timeouts are still recorded per test")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
     p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
@@ -198,6 +215,12 @@ def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
 def _check_run_options(args: argparse.Namespace) -> None:
     _env_option(args, "timeout", "SEAMS_TIMEOUT")
     _env_option(args, "jobs", "SEAMS_JOBS")
+    if args.xdist is None:
+        raw = os.environ.get("SEAMS_XDIST", "").strip()
+        try:
+            args.xdist = _workers_arg(raw) if raw else 0
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"SEAMS_XDIST={raw!r}: {exc}") from None
     if os.environ.get("SEAMS_VERBOSE", "").strip() not in ("", "0"):
         args.verbose = True
     for flag, value in (("--timeout", args.timeout), ("-j", args.jobs)):
@@ -262,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out,
                                             expectations=args.expectations, timeout=args.timeout,
                                             verbose=args.verbose, pytest_args=args.pytest_args,
-                                            progress=progress, weighted=args.jobs is None)
+                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
             return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
@@ -294,6 +317,8 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
     from harness.cellrun import run_cell
     from harness.devices import available
+    from harness.parallel import cores
+    from harness.workers import worker_count
     from harness.envs import ensure_env
     from rich.markup import escape
 
@@ -311,7 +336,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
                            expectations=args.expectations, timeout_s=args.timeout, progress=progress,
-                           env_provider=provider)
+                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()))
             files.append(run.results)
             runs.append(run)
     finally:

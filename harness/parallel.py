@@ -27,6 +27,7 @@ from rich.markup import escape
 
 from harness.cell import Cell
 from harness.progress import CellProgress
+from harness.workers import worker_count
 
 # Seconds of CPU a cell's imports cost, relative to a core: torch (+ torch_xla) imports for
 # 15-25 s of CPU, a jax-only cell is mostly idle waiting on small compiles.
@@ -80,9 +81,10 @@ def cell_from_json(text: str) -> Cell:
 
 
 def _worker_argv(cell: Cell, out: Path, expectations: Path, timeout: int | None, verbose: bool,
-                 pytest_args: Sequence[str]) -> list[str]:
+                 pytest_args: Sequence[str], xdist: int = 0) -> list[str]:
     argv = [sys.executable, "-m", "harness", "run", "--worker-cell", cell_to_json(cell), "--out", str(out),
-            "--no-report", "--expectations", str(expectations), "--progress-events", "-j", "1"]
+            "--no-report", "--expectations", str(expectations), "--progress-events", "-j", "1",
+            "--xdist", str(xdist)]
     if timeout is not None:
         argv += ["--timeout", str(timeout)]
     if verbose:
@@ -156,11 +158,13 @@ def _stop_all(workers: list[_Worker]) -> None:
 
 def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None,
                  verbose: bool, pytest_args: Sequence[str], progress: CellProgress,
-                 weighted: bool) -> tuple[list[Path], list[int], list[str]]:
+                 weighted: bool, xdist: int | str = 0) -> tuple[list[Path], list[int], list[str]]:
     """Run cells in up to `jobs` workers; returns results files and exit statuses in cell order, and errors.
 
     `weighted` (the default -j) also keeps the sum of running cells' weights within the cores.
+    `xdist` (a number or 'auto') is resolved per cell with the cells running beside it counted.
     """
+    beside = min(jobs, len(cells))
     # Heavy cells first (stable within a weight): the longest cell then starts at once instead of
     # ending the run alone. Results and the report keep the matrix's order whatever the start order.
     pending = sorted(cells, key=lambda c: -cell_weight(c))
@@ -189,7 +193,9 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
                 n = len(cells) - len(pending)
                 progress.print(f"[bold]== cell {n}/{len(cells)}: {escape(cell.name)}[/] ({escape(cell.install_line())})")
                 err = tempfile.TemporaryFile()
-                proc = subprocess.Popen(_worker_argv(cell, out, expectations, timeout, verbose, pytest_args),
+                argv = _worker_argv(cell, out, expectations, timeout, verbose, pytest_args,
+                                    worker_count(cell.device, xdist, cores(), beside))
+                proc = subprocess.Popen(argv,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=child_env,
                                         start_new_session=True)
                 reader = threading.Thread(target=_read_events, args=(proc, cell.name, progress), daemon=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from harness.expectations import Expectation, applicable_expectations, load_expe
 from harness.apis import OBSERVATION as APIS_OBSERVATION, default_api_ranges, load_api_ranges
 from harness.compat import reset_seen, seen_apis
 from harness.verdicts import judge_case
+from harness import workers
 
 SCHEMA_VERSION = 1
 _MESSAGE_LINES = 6
@@ -41,6 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the cell's pins, recorded in RunInfo")
     group.addoption("--seams-apis", metavar="PATH", default=None,
                     help="API release ranges judged in-run (default: $SEAMS_APIS or matrices/apis/)")
+    group.addoption("--seams-timeout", metavar="S", type=float, default=None,
+                    help="under xdist: each worker's deadline per test (past it: a timeout with the stack)")
+    group.addoption("--seams-chips", metavar="N", type=int, default=None,
+                    help="under xdist on gpu/tpu: chips to share out, one per worker (default: the worker count)")
 
 
 class ResultsLog(ReportLogPlugin):
@@ -51,6 +57,7 @@ class ResultsLog(ReportLogPlugin):
         self._log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._file = log_path.open("a", buffering=1, encoding="utf-8")
+        self._collected = False
 
     def write(self, data: dict[str, Any]) -> None:
         """Write one record and flush it: once flushed it is the kernel's, so a crash or kill -9
@@ -59,7 +66,10 @@ class ResultsLog(ReportLogPlugin):
 
     def pytest_sessionstart(self) -> None:
         cfg = self._config
-        info = collect_run_info()
+        shared_out = _xdist_workers(cfg) and cfg.getoption("seams_device") in workers.ACCELERATORS
+        info = collect_run_info(with_devices=not shared_out)
+        if shared_out:
+            info["devices"] = {"note": "one chip per xdist worker; the controller does not open the device"}
         info.update({
             "$report_type": "RunInfo",
             "schema_version": SCHEMA_VERSION,
@@ -76,6 +86,42 @@ class ResultsLog(ReportLogPlugin):
 
     def pytest_warning_recorded(self, *args: Any, **kwargs: Any) -> None:
         """Warnings are noise in a results file meant to stay small; pytest still prints them."""
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if getattr(report, "when", None) == "???":  # xdist: the worker running this test died
+            self._worker_died(report)
+        else:
+            super().pytest_runtest_logreport(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller collects nothing itself: the first worker's list is the cell's
+        (xdist refuses to run if the workers' lists differ); a replaced worker's is not written again."""
+        if self._collected:
+            return
+        self._collected = True
+        self.write({"$report_type": "Collected", "count": len(ids), "nodeids": list(ids)})
+        _find_stale(self._config, list(ids))
+
+    def _worker_died(self, report: pytest.TestReport) -> None:
+        """One record for the test whose worker died: a timeout if its HangGuard fired (with the hung
+        stack), else a crash (with the worker's signal where it can be read)."""
+        nodeid, node = report.nodeid, getattr(report, "node", None)
+        worker = getattr(getattr(node, "gateway", None), "id", None)
+        stack = workers.hung_stack(_hangs_dir(self._config), nodeid)
+        if stack is not None:
+            self.write({"$report_type": "TestTimeout", "nodeid": nodeid, "worker": worker,
+                        "timeout_s": self._config.getoption("seams_timeout"), "stack": stack})
+            return
+        rc = _worker_returncode(node)
+        sig = None
+        if rc is not None and rc < 0:
+            try:
+                sig = signal.Signals(-rc).name
+            except ValueError:
+                sig = f"signal {-rc}"
+        self.write({"$report_type": "TestCrash", "nodeid": nodeid, "worker": worker, "signal": sig,
+                    "returncode": rc, "stderr_tail": _tail(os.environ.get("SEAMS_CELL_LOG"))})
 
 
 class Observations(dict):
@@ -105,8 +151,70 @@ def observe(request: pytest.FixtureRequest) -> Observations:
     return obs
 
 
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers this (controller) session starts; 0 without xdist."""
+    n = getattr(config.option, "numprocesses", None)
+    dist = getattr(config.option, "dist", "no")
+    return int(n) if isinstance(n, int) and n > 0 and dist != "no" else 0
+
+
+def _hangs_dir(config: pytest.Config) -> Path:
+    """Where the workers' HangGuards write (beside the results file, which both sides know)."""
+    results = config.getoption("seams_results", None)
+    return Path(str(results) + ".hangs") if results else Path(".seams-hangs")
+
+
+def _worker_returncode(node: Any) -> int | None:
+    """The dead worker's exit status from execnet's Popen, if this execnet keeps it there."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    try:
+        return popen.wait(timeout=5) if popen is not None else None
+    except Exception:  # noqa: BLE001 - best effort: the crash is recorded either way
+        return None
+
+
+def _tail(path: str | None, n: int = 2000) -> str:
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - n))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _start_worker(config: pytest.Config) -> None:
+    """Inside an xdist worker: take a chip (gpu/tpu) before the suites import jax, and arm a deadline
+    per test when the harness gave one."""
+    device = config.getoption("seams_device")
+    if device in workers.ACCELERATORS:
+        chips = config.getoption("seams_chips") or int(config.workerinput.get("workercount", 1))
+        workers.claim_chip(device, _hangs_dir(config) / "chips", chips)
+    timeout = config.getoption("seams_timeout")
+    if timeout:
+        config.pluginmanager.register(_Deadline(workers.HangGuard(_hangs_dir(config), timeout)),
+                                      "seams-deadline")
+
+
+class _Deadline:
+    def __init__(self, guard: workers.HangGuard) -> None:  # noqa: D107
+        self.guard = guard
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+        self.guard.arm(item.nodeid)
+        try:
+            yield
+        finally:
+            self.guard.disarm()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_devices(n): the scenario needs n devices of the cell's type")
+    if hasattr(config, "workerinput"):
+        _start_worker(config)
     path = config.getoption("seams_results", None)
     if path and not hasattr(config, "workerinput"):
         log = ResultsLog(config, Path(path))
@@ -156,12 +264,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     device = config.getoption("seams_device")
     for item in items:
         item._seams_expectations = applicable_expectations(config._seams_expectations, item.nodeid, versions, device)
-    # Stale = applies here, yet covers nothing collected; only meaningful for a full-suite run.
+    _find_stale(config, [i.nodeid for i in items])
+
+
+def _find_stale(config: pytest.Config, nodeids: list[str]) -> None:
+    """Stale = applies here, yet covers nothing collected; only meaningful for a full-suite run."""
+    versions = getattr(config, "_seams_versions", None) or _installed_versions()
+    device = config.getoption("seams_device")
     partial = bool(config.option.keyword or config.option.markexpr or config.getoption("seams_done")
                    or any(a.rstrip("/") != "suites" for a in config.args))
     config._seams_stale = [] if partial else [
         e for e in config._seams_expectations
-        if e.applies(normalize_versions(versions), device) and not any(e.covers(i.nodeid) for i in items)
+        if e.applies(normalize_versions(versions), device) and not any(e.covers(n) for n in nodeids)
     ]
 
 

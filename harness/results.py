@@ -177,7 +177,7 @@ def read_results(path: Path) -> CellResults:
     if lines and lines[-1] == b"":
         lines.pop()
     res: CellResults | None = None
-    running: str | None = None
+    running: set[str] = set()  # started, not finished (several at once under xdist)
     seen_end = False
     collected: int | None = None
     collected_ids: list[str] | None = None
@@ -215,28 +215,34 @@ def read_results(path: Path) -> CellResults:
             res.cases.setdefault(nodeid, Case(nodeid, "error", message=_collect_message(rec.get("longrepr")),
                                               error_type="CollectError"))
         elif kind == "TestStart":
-            running = rec["nodeid"]
+            running.add(rec["nodeid"])
         elif kind == "TestReport":
             _take_report(res, rec)
-            if rec["when"] == "teardown" and running == rec["nodeid"]:
-                running = None
+            if rec["when"] == "teardown":
+                running.discard(rec["nodeid"])
         elif kind in ("TestCrash", "TestTimeout"):
             nodeid = rec["nodeid"]
             raw = "crash" if kind == "TestCrash" else "timeout"
-            msg = (f"process died with {rec.get('signal') or 'exit ' + str(rec.get('returncode'))}"
-                   if raw == "crash" else f"killed after {rec['timeout_s']} s without finishing")
+            how = rec.get("signal") or (f"exit {rec['returncode']}" if rec.get("returncode") is not None
+                                        else "an unknown status")
+            msg = (f"process died with {how}" if raw == "crash"
+                   else f"killed after {rec['timeout_s']} s without finishing")
+            if rec.get("worker"):  # under xdist: the worker died, the cell's run went on
+                msg = f"xdist worker {rec['worker']}: {msg}"
+            if isinstance(rec.get("stack"), str):  # the hung test's stack, innermost frame first
+                msg += "\n" + "\n".join(rec["stack"].splitlines()[:_MESSAGE_LINES])
             if not nodeid:  # died outside any test: a case named after the phase, so it is counted
                 phase = rec.get("phase") or "outside tests"
                 nodeid, msg = f"({phase})", f"{msg} {_PHASES.get(phase, 'outside any test')}"
             res.cases[nodeid] = Case(nodeid, raw, message=msg, signal=rec.get("signal"),
                                      error_type=rec.get("signal") if raw == "crash" else "Timeout")
-            running = None
+            running.discard(nodeid)
         elif kind == "PhaseTimeout":
             phase = rec["phase"]
             nodeid = f"({phase})"
             res.cases[nodeid] = Case(nodeid, "timeout", error_type="PhaseTimeout",
                                      message=f"killed after {rec['timeout_s']} s hanging {_PHASES.get(phase, phase)}")
-            running = None
+            running.clear()
         elif kind == "EnvError":
             res.status, res.reason = "env-error", rec["reason"]
         elif kind == "CellSkipped":
@@ -251,8 +257,8 @@ def read_results(path: Path) -> CellResults:
                 res.reason = rec.get("reason") or res.reason
     if res is None:
         raise UserError(f"{path}:1: empty results file (no CellStart record)")
-    if running is not None and running not in res.cases:
-        res.cases[running] = Case(running, "incomplete", message="the run ended while this test was running")
+    for nodeid in sorted(running - set(res.cases)):
+        res.cases[nodeid] = Case(nodeid, "incomplete", message="the run ended while this test was running")
     if not seen_end:
         res.status = "incomplete"
         res.reason = ("the file ends mid-line: the run was killed" if truncated

@@ -234,6 +234,9 @@ def read_results(path: Path) -> CellResults:
             if not nodeid:  # died outside any test: a case named after the phase, so it is counted
                 phase = rec.get("phase") or "outside tests"
                 nodeid, msg = f"({phase})", f"{msg} {_PHASES.get(phase, 'outside any test')}"
+                if rec.get("running"):  # pytest's xdist controller, with several tests in flight
+                    msg += (f" (pytest's xdist controller, while {len(rec['running'])} tests ran: "
+                            f"{', '.join(rec['running'][:3])}; they ran again without xdist)")
             res.cases[nodeid] = Case(nodeid, raw, message=msg, signal=rec.get("signal"),
                                      error_type=rec.get("signal") if raw == "crash" else "Timeout")
             running.discard(nodeid)

@@ -47,6 +47,52 @@ def test_segfault_abort_and_hang_are_recorded_and_the_rest_still_reports(tmp_pat
     assert cases["test_ok_before"].raw == "pass" and cases["test_ok_after"].raw == "pass"
 
 
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_under_xdist_the_same_faults_are_recorded_per_test_in_one_stream(tmp_path):
+    out = tmp_path / "faults.jsonl"
+    run = run_cell(catalogue().cell(CELL), out, ["tests/drills/test_faults.py"], timeout_s=4, xdist=2)
+    res = read_results(out)
+    cases = {k.split("::")[-1]: v for k, v in res.cases.items()}
+    assert res.status == "complete" and run.status == "complete"
+    assert (cases["test_segfault"].raw, cases["test_segfault"].signal) == ("crash", "SIGSEGV")
+    assert (cases["test_abort"].raw, cases["test_abort"].signal) == ("crash", "SIGABRT")
+    assert cases["test_hang"].raw == "timeout"
+    assert "test_faults.py\", line" in cases["test_hang"].message and "in test_hang" in cases["test_hang"].message, \
+        "the hung test's own frame is in its message"
+    assert cases["test_ok_before"].raw == "pass" and cases["test_ok_after"].raw == "pass"
+    recs = _records(out)
+    kinds = [r["$report_type"] for r in recs]
+    assert kinds.count("CellStart") == 1 and kinds.count("Collected") == 1 and kinds.count("CellEnd") == 1
+    assert {r["worker"] for r in recs if r["$report_type"] in ("TestCrash", "TestTimeout")} <= {f"gw{i}" for i in range(9)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faults.jsonl", "faults.jsonl.lock"], "no side files left"
+
+
+def test_under_xdist_a_dead_controller_is_recorded_and_the_rest_runs_again_without_xdist(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run = run_cell(catalogue().cell(CELL), out, ["tests/drills/test_xdist_faults.py"], timeout_s=30, xdist=2)
+    res = read_results(out)
+    cases = {k.split("::")[-1]: v for k, v in res.cases.items()}
+    assert run.status == "complete" and res.status == "complete"
+    assert (cases["test_kills_the_controller"].raw, cases["test_kills_the_controller"].signal) == ("crash", "SIGKILL")
+    assert all(cases[n].raw == "pass" for n in ("test_ok_a", "test_slow_b", "test_ok_c"))
+    if "(outside tests)" in cases:  # it died with both workers busy: blamed on no test
+        assert "xdist controller" in cases["(outside tests)"].message
+
+
+def test_when_xdist_stops_replacing_dead_workers_the_cell_resumes_the_rest(tmp_path):
+    out = tmp_path / "r.jsonl"
+    run = run_cell(catalogue().cell(CELL), out,
+                   ["tests/drills/test_faults.py", "-k", "not hang", "-n", "2", "--max-worker-restart", "0"],
+                   timeout_s=30)
+    res = read_results(out)
+    cases = {k.split("::")[-1]: v.raw for k, v in res.cases.items()}
+    assert run.status == "complete", run.reason
+    assert cases == {"test_ok_before": "pass", "test_segfault": "crash", "test_abort": "crash", "test_ok_after": "pass"}
+
+
 def test_kill_9_half_way_keeps_every_finished_result_and_a_rerun_replaces_it(tmp_path):
     results = tmp_path / "results" / f"{CELL}.jsonl"
     proc = _harness("run", "--cell", CELL, "--out", str(tmp_path), "--no-report", "--", "tests/drills/test_slow.py")

@@ -58,6 +58,11 @@ def _gone_within(pids: list[int], seconds: float) -> list[int]:
     return [p for p in pids if _alive(p)]
 
 
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
 def test_stopping_the_harness_ends_its_pytest_child_and_grandchildren(tmp_path, sig):
     proc, pidfile = _start(tmp_path)
@@ -80,8 +85,26 @@ def test_stopping_the_harness_ends_its_pytest_child_and_grandchildren(tmp_path, 
         assert read_results(tmp_path / "results" / f"{CELL}.jsonl").status == "incomplete"
 
 
-def test_a_hung_test_killed_by_the_watchdog_takes_its_grandchildren_along(tmp_path):
-    proc, pidfile = _start(tmp_path, "--timeout", "2")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_under_xdist_stopping_the_harness_ends_the_controller_its_workers_and_theirs(tmp_path, sig):
+    proc, pidfile = _start(tmp_path, "--xdist", "2")
+    worker, grandchild = map(int, pidfile.read_text().split())
+    controller = _parent(worker)
+    assert _alive(controller) and _alive(worker) and _alive(grandchild) and controller != proc.pid
+    proc.send_signal(sig)
+    left = _gone_within([controller, worker, grandchild], 2.0)
+    try:
+        assert not left, f"still running 2 s after {sig.name} to the harness: {left}"
+    finally:
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert read_results(tmp_path / "results" / f"{CELL}.jsonl").status == "incomplete"
+
+
+@pytest.mark.parametrize("xdist", ["0", "2"])
+def test_a_hung_test_killed_by_the_watchdog_takes_its_grandchildren_along(tmp_path, xdist):
+    proc, pidfile = _start(tmp_path, "--timeout", "2", "--xdist", xdist)
     child, grandchild = map(int, pidfile.read_text().split())
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err

@@ -12,6 +12,8 @@ within the same run, since this machine's noise moves absolute numbers):
           jax-only families, cold (empty env and uv caches) once, then warm
   parallel  warm `run -j 1` vs the default -j, alternated in one run: the default matrix, and
           the jax sweep (--sweep-spec) over the jax-only families once
+  xdist   one cell (--cell) running the generated (hypothesis) families of the jax-only suites
+          with --xdist 0 vs --xdist 2, alternated, under the `ci` and the `nightly` profile
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from typing import Callable
 from harness.cellrun import REPO
 from harness.errors import UserError
 
-SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep", "parallel")
+SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist")
 JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
 JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
+GENERATED = ("suites/shard_map/test_properties.py", "suites/compute_on/test_properties.py")
 SHARD_MAP_BASE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
 
 
@@ -44,7 +47,7 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sections", nargs="*", metavar="SECTION",
                    help=f"which to run (default: all): {', '.join(SECTIONS)}")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement (default 3; cold matrix runs once)")
-    p.add_argument("--cell", default="jax060-cpu", help="cell for the env and floor sections")
+    p.add_argument("--cell", default="jax060-cpu", help="cell for the env, floor and xdist sections")
     p.add_argument("--sweep-spec", default=JAX_SWEEP, metavar="SPEC",
                    help=f"the sweep the sweep section runs (default {JAX_SWEEP!r}; a small range to try it out)")
     p.add_argument("--json", type=Path, default=Path("reports/bench.json"), help="where to write the figures")
@@ -198,6 +201,25 @@ def bench_sweep(spec: str, repeat: int) -> dict:
     return out
 
 
+def bench_xdist(cell_name: str, repeat: int) -> dict:
+    """The generated families in one cell, without and with two xdist workers, per hypothesis profile."""
+    out: dict = {"cell": cell_name, "suites": list(GENERATED)}
+    with tempfile.TemporaryDirectory() as d:  # untimed: the env exists before anything is timed
+        _run([sys.executable, "-m", "harness", "run", "--cell", cell_name, "--out", d, "--no-report", "--",
+              GENERATED[0], "-k", "nothing-matches-this"], check=False)
+    for profile in ("ci", "nightly"):
+        samples: dict[str, list[float]] = {"0": [], "2": []}
+        for _ in range(repeat):
+            for n, runs in samples.items():  # alternated, so drift hits both alike
+                with tempfile.TemporaryDirectory() as d:
+                    argv = [sys.executable, "-m", "harness", "run", "--cell", cell_name, "--out", d, "--no-report",
+                            "--xdist", n, "--", *GENERATED]
+                    runs.append(_timed(lambda: _run(argv, env={"SEAMS_HYPOTHESIS_PROFILE": profile})))
+        serial, par = _stats(samples["0"]), _stats(samples["2"])
+        out[profile] = {"xdist0_s": serial, "xdist2_s": par, "ratio": par["median"] / serial["median"]}
+    return out
+
+
 def bench_bisect(repeat: int) -> dict:
     """Probes and wall time of the shard_map bisection over jax 0.4.38..0.10.2."""
     argv = [sys.executable, "-m", "harness", "bisect", SHARD_MAP_BASE, "--package", "jax",
@@ -247,7 +269,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
                "report": lambda: bench_report(args.repeat),
                "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat),
-               "parallel": lambda: bench_parallel(args.repeat, sweep_spec=args.sweep_spec)}
+               "parallel": lambda: bench_parallel(args.repeat, sweep_spec=args.sweep_spec),
+               "xdist": lambda: bench_xdist(args.cell, args.repeat)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:
@@ -294,6 +317,11 @@ def _print_table(r: dict) -> None:
             sp = pr["sweep"]
             rows.append((f"sweep {sp['spec']}, default -j (s)", med(sp, "parallel_s"),
                          f"-j 1 {med(sp, 'serial_s')} s, ratio {sp['ratio']:.2f}"))
+    if "xdist" in r and "error" not in r["xdist"]:
+        x = r["xdist"]
+        for profile in ("ci", "nightly"):
+            rows.append((f"generated families, {x['cell']}, {profile}, --xdist 2 (s)", med(x[profile], "xdist2_s"),
+                         f"--xdist 0 {med(x[profile], 'xdist0_s')} s, ratio {x[profile]['ratio']:.2f}"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

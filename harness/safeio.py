@@ -92,4 +92,21 @@ def strict(value: Any) -> Any:
 
 def dumps_strict(value: Any, **kwargs: Any) -> str:
     """json.dumps that never writes a bare NaN or Infinity (other tools reject them)."""
-    return json.dumps(strict(value), allow_nan=False, default=str, **kwargs)
+    try:  # most documents hold none: skip the walk that rewrites them
+        return json.dumps(value, allow_nan=False, default=str, **kwargs)
+    except ValueError:
+        return json.dumps(strict(value), allow_nan=False, default=str, **kwargs)
+
+
+def dumps_lines(doc: dict[str, Any]) -> str:
+    """A JSON object with each top-level key, and each item of a top-level list, on a line of its own:
+    as greppable and diffable as indented JSON, at the C encoder's speed (indent= runs pure Python,
+    0.8 s of a 10k-result report)."""
+    parts = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value:
+            items = ",\n  ".join(dumps_strict(v) for v in value)
+            parts.append(f"{json.dumps(key)}: [\n  {items}\n ]")
+        else:
+            parts.append(f"{json.dumps(key)}: {dumps_strict(value)}")
+    return "{\n " + ",\n ".join(parts) + "\n}\n"

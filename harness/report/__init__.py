@@ -16,7 +16,7 @@ from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.repro import write_repros
 from harness.results import read_many
-from harness.safeio import atomic_write, disk_error, dumps_strict, ensure_dir
+from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
 from harness.since import render_since_markdown, since_summary
 
 MAX_REPROS = 500
@@ -41,7 +41,7 @@ def write_report_files(report: dict, out_dir: Path) -> int:
     """Write report.json/html/md, junit.xml and repro/ atomically; a disk problem is one UserError line."""
     ensure_dir(out_dir)
     try:
-        atomic_write(out_dir / "report.json", dumps_strict(report, indent=1))
+        atomic_write(out_dir / "report.json", dumps_lines(report))
         atomic_write(out_dir / "report.html", render_html(report))
         atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report.get("since") or []))
         atomic_write(out_dir / "junit.xml", render_junit(report))

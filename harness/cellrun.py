@@ -34,7 +34,7 @@ from harness.cell import Cell
 from harness.devices import available
 from harness.envs import Env, EnvError, ensure_env
 from harness.errors import UserError
-from harness.resultsfile import Tail, append_record
+from harness.resultsfile import Tail, append_record, file_tail, signal_name
 from harness.workers import BACKSTOP_S, user_chose, xdist_args
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,25 +60,6 @@ class CellRun:
     env_s: float = 0.0
     outcomes: dict[str, int] = field(default_factory=dict)  # raw outcome -> count
     verdicts: dict[str, int] = field(default_factory=dict)  # in-run verdict -> count
-
-
-def _signal_name(returncode: int) -> str | None:
-    if returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-def _log_tail(path: Path, n: int = 4000) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - n))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 @dataclass
@@ -320,7 +301,7 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
             phase = overdue[1]
             limit = collect_s if phase == "collection" else exit_s
             append_record(results, {"$report_type": "PhaseTimeout", "phase": phase, "timeout_s": limit,
-                                    "stderr_tail": _log_tail(log_path, 2000)})
+                                    "stderr_tail": file_tail(log_path, 2000)})
             progress(cell.name, {"event": "test", "nodeid": f"({phase})", "raw": "timeout", "verdict": "timeout"})
             watch.count("timeout", "timeout")
             if phase == "collection":
@@ -331,10 +312,10 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
             # pytest's xdist controller died while its workers ran several tests: which one (if any)
             # caused it is unknown, so none is blamed; the rest runs again without xdist, where a
             # crash names its test.
-            sig = _signal_name(rc)
+            sig = signal_name(rc)
             append_record(results, {"$report_type": "TestCrash", "nodeid": "", "phase": "outside tests",
                                     "signal": sig, "returncode": rc, "running": sorted(watch.running),
-                                    "stderr_tail": _log_tail(log_path, 2000)})
+                                    "stderr_tail": file_tail(log_path, 2000)})
             progress(cell.name, {"event": "test", "nodeid": "(outside tests)", "raw": "crash", "verdict": "crash",
                                  "signal": sig})
             watch.count("crash", "crash")
@@ -342,9 +323,9 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
             xdist, xdist_mode = 0, False
         elif watch.current is not None:
             hit = watch.current
-            sig = _signal_name(rc)
+            sig = signal_name(rc)
             append_record(results, {"$report_type": "TestCrash", "nodeid": hit, "signal": sig,
-                                    "returncode": rc, "stderr_tail": _log_tail(log_path, 2000)})
+                                    "returncode": rc, "stderr_tail": file_tail(log_path, 2000)})
             progress(cell.name, {"event": "test", "nodeid": hit, "raw": "crash", "verdict": "crash",
                                  "signal": sig})
             watch.count("crash", "crash")
@@ -352,9 +333,9 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
         elif rc < 0:  # died by a signal outside any test: while collecting, between tests, or at exit
             phase = ("collection" if watch.attempt_collected is None
                      else "exit" if watch.done_since is not None else "outside tests")
-            sig = _signal_name(rc)
+            sig = signal_name(rc)
             append_record(results, {"$report_type": "TestCrash", "nodeid": "", "phase": phase, "signal": sig,
-                                    "returncode": rc, "stderr_tail": _log_tail(log_path, 2000)})
+                                    "returncode": rc, "stderr_tail": file_tail(log_path, 2000)})
             progress(cell.name, {"event": "test", "nodeid": f"({phase})", "raw": "crash", "verdict": "crash",
                                  "signal": sig})
             watch.count("crash", "crash")
@@ -425,7 +406,7 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
 
 def _telling_line(log_path: Path) -> str:
     """': <the last error line of the log>' (pytest's `E   ...` or `ERROR: ...`), or ''."""
-    lines = [ln.strip() for ln in _log_tail(log_path, 4000).splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in file_tail(log_path, 4000).splitlines() if ln.strip()]
     for ln in reversed(lines):
         if ln.startswith(("E ", "ERROR", "ImportError", "ModuleNotFoundError")) or "Error:" in ln:
             return ": " + ln.removeprefix("E").strip()[:300]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pytest_reportlog.plugin import ReportLogPlugin
 
+from harness.resultsfile import file_tail, signal_name
 from harness.runinfo import collect_run_info, installed_versions
 from harness.expectations import Expectation, applicable_expectations, load_expectations, normalize_versions
 from harness.apis import OBSERVATION as APIS_OBSERVATION, default_api_ranges, load_api_ranges
@@ -114,14 +114,8 @@ class ResultsLog(ReportLogPlugin):
                         "timeout_s": self._config.getoption("seams_timeout"), "stack": stack})
             return
         rc = _worker_returncode(node)
-        sig = None
-        if rc is not None and rc < 0:
-            try:
-                sig = signal.Signals(-rc).name
-            except ValueError:
-                sig = f"signal {-rc}"
-        self.write({"$report_type": "TestCrash", "nodeid": nodeid, "worker": worker, "signal": sig,
-                    "returncode": rc, "stderr_tail": _tail(os.environ.get("SEAMS_CELL_LOG"))})
+        self.write({"$report_type": "TestCrash", "nodeid": nodeid, "worker": worker, "signal": signal_name(rc),
+                    "returncode": rc, "stderr_tail": file_tail(os.environ.get("SEAMS_CELL_LOG"), 2000)})
 
 
 class Observations(dict):
@@ -171,18 +165,6 @@ def _worker_returncode(node: Any) -> int | None:
         return popen.wait(timeout=5) if popen is not None else None
     except Exception:  # noqa: BLE001 - best effort: the crash is recorded either way
         return None
-
-
-def _tail(path: str | None, n: int = 2000) -> str:
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - n))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def _start_worker(config: pytest.Config) -> None:

@@ -4,8 +4,32 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any, Iterator
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """'SIGSEGV' for a process killed by a signal (a negative return code), else None."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def file_tail(path: str | Path | None, n: int = 4000) -> str:
+    """The last n bytes of a log as text ('' if there is none): what a crash record quotes."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - n))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:

@@ -35,39 +35,30 @@ def _finished(path: Path) -> int:
     return sum(1 for ln in lines if '"when": "teardown"' in ln)
 
 
-def test_segfault_abort_and_hang_are_recorded_and_the_rest_still_reports(tmp_path):
-    out = tmp_path / "faults.jsonl"
-    run = run_cell(catalogue().cell(CELL), out, ["tests/drills/test_faults.py"], timeout_s=4)
-    res = read_results(out)
-    cases = {k.split("::")[-1]: v for k, v in res.cases.items()}
-    assert res.status == "complete" and run.status == "complete"
-    assert (cases["test_segfault"].raw, cases["test_segfault"].signal) == ("crash", "SIGSEGV")
-    assert (cases["test_abort"].raw, cases["test_abort"].signal) == ("crash", "SIGABRT")
-    assert cases["test_hang"].raw == "timeout"
-    assert cases["test_ok_before"].raw == "pass" and cases["test_ok_after"].raw == "pass"
-
-
 def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_under_xdist_the_same_faults_are_recorded_per_test_in_one_stream(tmp_path):
+@pytest.mark.parametrize("xdist", [0, 2], ids=["serial", "xdist2"])
+def test_segfault_abort_and_hang_are_recorded_and_the_rest_still_reports(tmp_path, xdist):
     out = tmp_path / "faults.jsonl"
-    run = run_cell(catalogue().cell(CELL), out, ["tests/drills/test_faults.py"], timeout_s=4, xdist=2)
+    run = run_cell(catalogue().cell(CELL), out, ["tests/drills/test_faults.py"], timeout_s=4, xdist=xdist)
     res = read_results(out)
     cases = {k.split("::")[-1]: v for k, v in res.cases.items()}
     assert res.status == "complete" and run.status == "complete"
     assert (cases["test_segfault"].raw, cases["test_segfault"].signal) == ("crash", "SIGSEGV")
     assert (cases["test_abort"].raw, cases["test_abort"].signal) == ("crash", "SIGABRT")
     assert cases["test_hang"].raw == "timeout"
-    assert "test_faults.py\", line" in cases["test_hang"].message and "in test_hang" in cases["test_hang"].message, \
-        "the hung test's own frame is in its message"
     assert cases["test_ok_before"].raw == "pass" and cases["test_ok_after"].raw == "pass"
     recs = _records(out)
     kinds = [r["$report_type"] for r in recs]
-    assert kinds.count("CellStart") == 1 and kinds.count("Collected") == 1 and kinds.count("CellEnd") == 1
-    assert {r["worker"] for r in recs if r["$report_type"] in ("TestCrash", "TestTimeout")} <= {f"gw{i}" for i in range(9)}
+    assert kinds.count("CellStart") == 1 and kinds.count("CellEnd") == 1, "one stream per cell"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["faults.jsonl", "faults.jsonl.lock"], "no side files left"
+    if xdist:  # the workers died, not pytest: the controller recorded them, with the hung stack
+        assert kinds.count("Collected") == 1
+        assert all(r.get("worker", "").startswith("gw") for r in recs if r["$report_type"] in ("TestCrash", "TestTimeout"))
+        hang = cases["test_hang"].message
+        assert "test_faults.py\", line" in hang and "in test_hang" in hang, "the hung test's own frame is named"
 
 
 def test_under_xdist_a_dead_controller_is_recorded_and_the_rest_runs_again_without_xdist(tmp_path):

@@ -72,6 +72,7 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_JOBS=N        default for -j
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
+  SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once

@@ -121,16 +121,20 @@ class _Watch:
                             "verdict": "regression", "signal": "collection error"})
         elif kind == "TestStart":
             self.running[rec["nodeid"]] = time.monotonic()
+        elif kind == "PhaseTimeout" and rec.get("worker") is not None:  # an xdist worker hung at exit
+            self.count("timeout", "timeout")
+            progress(cell, {"event": "test", "nodeid": "(exit)", "raw": "timeout", "verdict": "timeout"})
         elif kind in ("TestCrash", "TestTimeout") and rec.get("worker") is not None:
             # An xdist worker died on this test; the controller recorded it and carries on. (The
             # harness's own crash records carry no worker and are counted where they are written.)
             raw = "crash" if kind == "TestCrash" else "timeout"
             self.count(raw, raw)
             self.workers_died += 1
-            progress(cell, {"event": "test", "nodeid": rec["nodeid"], "raw": raw, "verdict": raw,
+            progress(cell, {"event": "test", "nodeid": rec["nodeid"] or f"({rec.get('phase')})", "raw": raw, "verdict": raw,
                             "signal": rec.get("signal"), "done": len(self.finished) + 1,
                             "total": len(self.collected or [])})
-            self.finish(rec["nodeid"])
+            if rec["nodeid"]:
+                self.finish(rec["nodeid"])
             self._check_done()
         elif kind == "TestReport":
             for name, value in rec.get("user_properties") or []:

@@ -25,6 +25,7 @@ from harness.verdicts import judge_case
 from harness import workers
 
 SCHEMA_VERSION = 1
+XDIST_EXIT_WAIT_S = 10  # how long xdist (NodeManager.EXIT_TIMEOUT) waits for a worker to exit before killing it
 _MESSAGE_LINES = 6
 
 
@@ -58,6 +59,9 @@ class ResultsLog(ReportLogPlugin):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._file = log_path.open("a", buffering=1, encoding="utf-8")
         self._collected = False
+        self._nodes: list[Any] = []  # xdist workers, to check how each one exited
+        self._finished_nodes: set[str | None] = set()
+        self._dead_workers: set[str | None] = set()
 
     def write(self, data: dict[str, Any]) -> None:
         """Write one record and flush it: once flushed it is the kernel's, so a crash or kill -9
@@ -103,11 +107,41 @@ class ResultsLog(ReportLogPlugin):
         self.write({"$report_type": "Collected", "count": len(ids), "nodeids": list(ids)})
         _find_stale(self._config, list(ids))
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node: Any) -> None:
+        self._nodes.append(node)  # replacements too: each one's exit status is checked at the end
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        if error is None:
+            self._finished_nodes.add(getattr(getattr(node, "gateway", None), "id", None))
+
+    def check_worker_exits(self) -> None:
+        """After xdist took its workers down: a worker that died after its last test (a runtime's
+        teardown that segfaults), or that xdist had to kill because it did not exit within its 10 s
+        (a hang at exit), is a result, not a silent pass. A worker already recorded is skipped."""
+        for node in self._nodes:
+            worker = getattr(getattr(node, "gateway", None), "id", None)
+            if worker in self._dead_workers:
+                continue
+            rc = _worker_returncode(node)
+            if not rc:  # 0, or not readable from this execnet
+                continue
+            phase = "exit" if worker in self._finished_nodes else "outside tests"
+            if rc == -9 and phase == "exit":
+                self.write({"$report_type": "PhaseTimeout", "phase": "exit", "timeout_s": XDIST_EXIT_WAIT_S,
+                            "worker": worker, "stderr_tail": file_tail(os.environ.get("SEAMS_CELL_LOG"), 2000)})
+            else:
+                self.write({"$report_type": "TestCrash", "nodeid": "", "phase": phase, "worker": worker,
+                            "signal": signal_name(rc), "returncode": rc,
+                            "stderr_tail": file_tail(os.environ.get("SEAMS_CELL_LOG"), 2000)})
+
     def _worker_died(self, report: pytest.TestReport) -> None:
         """One record for the test whose worker died: a timeout if its HangGuard fired (with the hung
         stack), else a crash (with the worker's signal where it can be read)."""
         nodeid, node = report.nodeid, getattr(report, "node", None)
         worker = getattr(getattr(node, "gateway", None), "id", None)
+        self._dead_workers.add(worker)
         stack = workers.hung_stack(_hangs_dir(self._config), nodeid)
         if stack is not None:
             self.write({"$report_type": "TestTimeout", "nodeid": nodeid, "worker": worker,
@@ -162,7 +196,7 @@ def _worker_returncode(node: Any) -> int | None:
     """The dead worker's exit status from execnet's Popen, if this execnet keeps it there."""
     popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
     try:
-        return popen.wait(timeout=5) if popen is not None else None
+        return popen.wait(timeout=2) if popen is not None else None
     except Exception:  # noqa: BLE001 - best effort: the crash is recorded either way
         return None
 
@@ -217,6 +251,7 @@ def _default_expectations() -> list[Expectation]:
 def pytest_unconfigure(config: pytest.Config) -> None:
     log = getattr(config, "_seams_log", None)
     if log is not None:
+        log.check_worker_exits()  # xdist's session end has taken the workers down by now
         log.close()
 
 

@@ -244,8 +244,10 @@ def read_results(path: Path) -> CellResults:
         elif kind == "PhaseTimeout":
             phase = rec["phase"]
             nodeid = f"({phase})"
-            res.cases[nodeid] = Case(nodeid, "timeout", error_type="PhaseTimeout",
-                                     message=f"killed after {rec['timeout_s']} s hanging {_PHASES.get(phase, phase)}")
+            msg = f"killed after {rec['timeout_s']} s hanging {_PHASES.get(phase, phase)}"
+            if rec.get("worker"):  # xdist's own wait for a worker to exit ran out
+                msg = f"xdist worker {rec['worker']}: {msg} (xdist's wait for the worker to exit)"
+            res.cases[nodeid] = Case(nodeid, "timeout", error_type="PhaseTimeout", message=msg)
             running.clear()
         elif kind == "EnvError":
             res.status, res.reason = "env-error", rec["reason"]

@@ -53,8 +53,18 @@ def test_a_hang_at_interpreter_exit_is_a_timeout_that_keeps_every_result(tmp_pat
 
 
 @e2e
-def test_a_crash_at_interpreter_exit_is_recorded_not_ignored(tmp_path):
-    _, res, _ = _run(tmp_path, "test_crash_at_exit.py")
+def test_under_xdist_a_worker_hanging_at_exit_is_a_timeout_not_a_silent_kill(tmp_path):
+    # xdist kills a worker that has not exited 10 s after its last test, and says nothing: the
+    # controller reads the worker's exit status and records it (the harness's own 60 s is later).
+    run, res, _ = _run(tmp_path, "test_hang_at_exit.py", xdist=2)
+    assert res.cases["tests/drills/test_hang_at_exit.py::test_passes_then_exit_hangs"].raw == "pass"
+    assert res.cases["(exit)"].raw == "timeout" and "xdist worker gw" in res.cases["(exit)"].message
+
+
+@e2e
+@pytest.mark.parametrize("xdist", [0, 2], ids=["serial", "xdist2"])
+def test_a_crash_at_interpreter_exit_is_recorded_not_ignored(tmp_path, xdist):
+    _, res, _ = _run(tmp_path, "test_crash_at_exit.py", xdist=xdist)
     assert res.cases["tests/drills/test_crash_at_exit.py::test_passes_then_exit_crashes"].raw == "pass"
     assert (res.cases["(exit)"].raw, res.cases["(exit)"].signal) == ("crash", "SIGSEGV")
 

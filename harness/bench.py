@@ -120,8 +120,9 @@ def bench_floor(cell_name: str, repeat: int) -> dict:
     harness_s, floor_s, parts = [], [], []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as d:
+            # --xdist 0: the floor is one process importing once and running the calls one after another
             wall = _timed(lambda: _run([sys.executable, "-m", "harness", "run", "--cell", cell.name, "--out", d,
-                                        "--no-report"]))
+                                        "--no-report", "--xdist", "0"]))
             calls = 0.0
             for line in (Path(d) / "results" / f"{cell.name}.jsonl").read_text().splitlines():
                 rec = json.loads(line)
@@ -167,7 +168,7 @@ def bench_parallel(repeat: int, cells: tuple[str, ...] = (), sweep_spec: str | N
         s, p = _stats(serial), _stats(par)
         return {"serial_s": s, "parallel_s": p, "ratio": p["median"] / s["median"]}
 
-    run = [sys.executable, "-m", "harness", "run"]
+    run = [sys.executable, "-m", "harness", "run", "--xdist", "0"]  # cells side by side, nothing else
     out = side_by_side([*run, *[a for c in cells for a in ("--cell", c)]], [], repeat)
     out["targets"] = {"ratio <= 0.6": out["ratio"] <= 0.6}
     if sweep_spec:

@@ -79,7 +79,7 @@ examples:
   python -m harness run --cell jax060-cpu -- -k linearize  # extra args go to pytest
   tox -e jax060-cpu -- -k shard_map                         # the same under tox
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
-  python -m harness run --cell jax060-cpu --xdist auto      # the cell's cases over the free cores
+  python -m harness run --cell jax060-cpu --xdist 0         # one pytest process, cases one by one
 """
 
 
@@ -105,10 +105,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                    help="run up to N cells at once (default: $SEAMS_JOBS, else as many as the cores carry: "
                         "a torch/torch_xla cell weighs a core, a jax-only cell half of one); 1 = one after another")
     p.add_argument("--xdist", type=_workers_arg, metavar="N|auto",
-                   help="pytest-xdist workers inside each cell (default: $SEAMS_XDIST, else 0). auto: on cpu, "
-                        "the cores a cell has to itself (cores // cells running at once; below 2, none); on "
-                        "gpu/tpu none, since the scenarios need every chip in one process. A number N on gpu/tpu "
-                        "gives each worker one chip. Crashes and timeouts are still recorded per test")
+                   help="pytest-xdist workers inside each cell (default: $SEAMS_XDIST, else auto). auto: on "
+                        "cpu, the cores a cell has to itself (cores // cells running at once; below 2, none; "
+                        "none under `tox -p`); on gpu/tpu none, since the scenarios need every chip in one "
+                        "process. 0 = one pytest process per cell. A number N on gpu/tpu gives each worker one "
+                        "chip. Crashes and timeouts are still recorded per test")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
     p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
@@ -219,9 +220,11 @@ def _check_run_options(args: argparse.Namespace) -> None:
     if args.xdist is None:
         raw = os.environ.get("SEAMS_XDIST", "").strip()
         try:
-            args.xdist = _workers_arg(raw) if raw else 0
+            args.xdist = _workers_arg(raw) if raw else "auto"
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"SEAMS_XDIST={raw!r}: {exc}") from None
+    if args.xdist == "auto" and os.environ.get("TOX_PARALLEL_ENV"):
+        args.xdist = 0  # `tox -p` runs cells side by side already: their cores are taken
     if os.environ.get("SEAMS_VERBOSE", "").strip() not in ("", "0"):
         args.verbose = True
     for flag, value in (("--timeout", args.timeout), ("-j", args.jobs)):

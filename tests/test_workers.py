@@ -135,3 +135,25 @@ def test_interleaved_tests_a_worker_crash_with_its_stack_and_two_left_running(tm
     assert res.cases["t::a"].message.startswith("xdist worker gw0: killed after 4.0 s")
     assert res.cases["t::b"].raw == "crash" and "an unknown status" in res.cases["t::b"].message
     assert {res.cases["t::c"].raw, res.cases["t::d"].raw} == {"incomplete"}, "both were running when it ended"
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, "auto"), ({"SEAMS_XDIST": "0"}, 0), ({"SEAMS_XDIST": "3"}, 3),
+    ({"TOX_PARALLEL_ENV": "jax060-cpu"}, 0),  # `tox -p`: the cells already share the cores
+])
+def test_run_defaults_to_auto_from_the_environment(monkeypatch, env, expected):
+    from harness.cli import _check_run_options, build_parser
+
+    for var in ("SEAMS_XDIST", "TOX_PARALLEL_ENV"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    args = build_parser().parse_args(["run"])
+    _check_run_options(args)
+    assert args.xdist == expected
+
+
+def test_a_bad_seams_xdist_is_one_line_exit_2():
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--cell", "jax060-cpu", "--out", "/tmp/never"],
+                          cwd=REPO, capture_output=True, text=True, env={**os.environ, "SEAMS_XDIST": "many"})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "SEAMS_XDIST='many'" in proc.stderr

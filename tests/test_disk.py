@@ -132,7 +132,9 @@ def test_a_run_that_fills_the_disk_is_one_line_exit_2_and_keeps_finished_results
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(disk)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        proc = _harness("run", "--cell", "jax060-cpu", "--out", str(disk / "r"), "--", "tests/drills/test_slow.py")
+        # --xdist 0: one process, so results finish before 12 KiB fill up (xdist workers log more first)
+        proc = _harness("run", "--cell", "jax060-cpu", "--out", str(disk / "r"), "--xdist", "0", "--",
+                        "tests/drills/test_slow.py")
         line = _one_error_line(proc)
         assert "No space left on device" in line
         results = disk / "r" / "results" / "jax060-cpu.jsonl"

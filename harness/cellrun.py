@@ -296,18 +296,13 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
         for rec in tail.records():  # whatever landed between the last poll and exit
             watch.feed(rec, progress, cell.name)
         if overdue is not None and overdue[0] == "test":
-            hung = overdue[1]
-            append_record(results, {"$report_type": "TestTimeout", "nodeid": hung, "timeout_s": test_limit})
-            progress(cell.name, {"event": "test", "nodeid": hung, "raw": "timeout", "verdict": "timeout"})
-            watch.count("timeout", "timeout")
-            watch.finish(hung)
+            _record(results, {"$report_type": "TestTimeout", "nodeid": overdue[1], "timeout_s": test_limit},
+                    watch, progress, cell.name)
         elif overdue is not None:  # a hang outside any test: record it, keep every result, move on
             phase = overdue[1]
             limit = collect_s if phase == "collection" else exit_s
-            append_record(results, {"$report_type": "PhaseTimeout", "phase": phase, "timeout_s": limit,
-                                    "stderr_tail": file_tail(log_path, 2000)})
-            progress(cell.name, {"event": "test", "nodeid": f"({phase})", "raw": "timeout", "verdict": "timeout"})
-            watch.count("timeout", "timeout")
+            _record(results, {"$report_type": "PhaseTimeout", "phase": phase, "timeout_s": limit,
+                              "stderr_tail": file_tail(log_path, 2000)}, watch, progress, cell.name)
             if phase == "collection":
                 stopped = f"hung while importing and collecting: killed after {limit} s; see {log_path}"
             exitstatus = rc
@@ -316,37 +311,20 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
             # pytest's xdist controller died while its workers ran several tests: which one (if any)
             # caused it is unknown, so none is blamed; the rest runs again without xdist, where a
             # crash names its test.
-            sig = signal_name(rc)
-            append_record(results, {"$report_type": "TestCrash", "nodeid": "", "phase": "outside tests",
-                                    "signal": sig, "returncode": rc, "running": sorted(watch.running),
-                                    "stderr_tail": file_tail(log_path, 2000)})
-            progress(cell.name, {"event": "test", "nodeid": "(outside tests)", "raw": "crash", "verdict": "crash",
-                                 "signal": sig})
-            watch.count("crash", "crash")
+            _record(results, _died("", rc, log_path, phase="outside tests", running=sorted(watch.running)),
+                    watch, progress, cell.name)
             watch.running.clear()
             xdist, xdist_mode = 0, False
         elif watch.current is not None:
-            hit = watch.current
-            sig = signal_name(rc)
-            append_record(results, {"$report_type": "TestCrash", "nodeid": hit, "signal": sig,
-                                    "returncode": rc, "stderr_tail": file_tail(log_path, 2000)})
-            progress(cell.name, {"event": "test", "nodeid": hit, "raw": "crash", "verdict": "crash",
-                                 "signal": sig})
-            watch.count("crash", "crash")
-            watch.finish(hit)
+            _record(results, _died(watch.current, rc, log_path), watch, progress, cell.name)
         elif rc < 0:  # died by a signal outside any test: while collecting, between tests, or at exit
             phase = ("collection" if watch.attempt_collected is None
                      else "exit" if watch.done_since is not None else "outside tests")
-            sig = signal_name(rc)
-            append_record(results, {"$report_type": "TestCrash", "nodeid": "", "phase": phase, "signal": sig,
-                                    "returncode": rc, "stderr_tail": file_tail(log_path, 2000)})
-            progress(cell.name, {"event": "test", "nodeid": f"({phase})", "raw": "crash", "verdict": "crash",
-                                 "signal": sig})
-            watch.count("crash", "crash")
+            _record(results, _died("", rc, log_path, phase=phase), watch, progress, cell.name)
+            if phase == "collection":
+                stopped = f"pytest died with {signal_name(rc)} while importing and collecting; see {log_path}"
             exitstatus = rc
             if phase != "outside tests":
-                if phase == "collection":
-                    stopped = f"pytest died with {sig} while importing and collecting; see {log_path}"
                 break
         else:
             exitstatus = rc
@@ -374,6 +352,23 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
         return end("incomplete", "no tests collected (zero tests is never a pass: check the selection after --)",
                    exitstatus)
     return end("complete", "", exitstatus)
+
+
+def _died(nodeid: str, rc: int, log_path: Path, **extra: object) -> dict:
+    """The TestCrash record of a pytest process that died with `rc` (nodeid '' outside any test)."""
+    return {"$report_type": "TestCrash", "nodeid": nodeid, "signal": signal_name(rc), "returncode": rc, **extra,
+            "stderr_tail": file_tail(log_path, 2000)}
+
+
+def _record(results: Path, rec: dict, watch: _Watch, progress: ProgressFn, cell: str) -> None:
+    """Append a crash or timeout record the runner itself saw, show it, count it, mark its test done."""
+    append_record(results, rec)
+    raw = "crash" if rec["$report_type"] == "TestCrash" else "timeout"
+    shown = rec.get("nodeid") or f"({rec.get('phase', 'outside tests')})"
+    progress(cell, {"event": "test", "nodeid": shown, "raw": raw, "verdict": raw, "signal": rec.get("signal")})
+    watch.count(raw, raw)
+    if rec.get("nodeid"):
+        watch.finish(rec["nodeid"])
 
 
 def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_path: Path, tail: Tail,

@@ -321,9 +321,9 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
     from harness.cellrun import run_cell
     from harness.devices import available
+    from harness.envs import ensure_env
     from harness.parallel import cores
     from harness.workers import worker_count
-    from harness.envs import ensure_env
     from rich.markup import escape
 
     out: Path = args.out

@@ -97,15 +97,19 @@ class ResultsLog(ReportLogPlugin):
         else:
             super().pytest_runtest_logreport(report)
 
+    def collected(self, ids: list[str]) -> None:
+        """The runner needs the full list to know what is left after a crash: written once per run."""
+        if not self._collected:
+            self._collected = True
+            self.write({"$report_type": "Collected", "count": len(ids), "nodeids": ids})
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller collects nothing itself: the first worker's list is the cell's
         (xdist refuses to run if the workers' lists differ); a replaced worker's is not written again."""
-        if self._collected:
-            return
-        self._collected = True
-        self.write({"$report_type": "Collected", "count": len(ids), "nodeids": list(ids)})
-        _find_stale(self._config, list(ids))
+        if not self._collected:
+            _find_stale(self._config, list(ids))
+        self.collected(list(ids))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodeready(self, node: Any) -> None:
@@ -299,9 +303,7 @@ def _find_stale(config: pytest.Config, nodeids: list[str]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     log = getattr(session.config, "_seams_log", None)
     if log is not None:
-        # The runner needs the full list to know what is left after a crash.
-        log.write({"$report_type": "Collected", "count": len(session.items),
-                   "nodeids": [i.nodeid for i in session.items]})
+        log.collected([i.nodeid for i in session.items])
 
 
 @pytest.hookimpl(tryfirst=True)

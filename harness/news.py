@@ -34,8 +34,3 @@ def news_lines(paths: Iterable[Path], expectations_path: Path | None = None) -> 
         elif cell.verdict in FAILING_VERDICTS or (not cell.cases and cell.verdict == "complete"):
             lines.append(f"{cell.cell}: {cell.verdict if cell.verdict != 'complete' else 'incomplete'}: {cell.reason}")
     return lines
-
-
-def exit_status(paths: Iterable[Path], expectations_path: Path | None = None) -> int:
-    """1 if these results hold news, else 0."""
-    return 1 if news_lines(paths, expectations_path) else 0

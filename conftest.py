@@ -11,7 +11,7 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("PJRT_DEVICE", "CPU")
 
-pytest_plugins = ["harness.plugin"]
+pytest_plugins = ["harness.incell.plugin"]
 
 try:
     from hypothesis import HealthCheck, Phase, settings

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import UserError
-from harness.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
+from harness.judge.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
 
 DEFAULT_OUT = Path("reports")
 
@@ -58,7 +58,7 @@ def positive_int(text: str) -> int:
 
 def _workers_arg(text: str) -> int | str:
     """argparse type for --xdist: a number of workers or 'auto'."""
-    from harness.workers import parse_workers
+    from harness.run.workers import parse_workers
 
     try:
         return parse_workers(text)
@@ -158,8 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_bisect_parser(sub)
-    from harness.filing import add_file_news_parser
-    from harness.history import add_history_parser
+    from harness.nightly.filing import add_file_news_parser
+    from harness.report.history import add_history_parser
 
     add_history_parser(sub)
     add_file_news_parser(sub)
@@ -173,14 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sweep_args(p: argparse.ArgumentParser) -> None:
-    from harness.sweep import add_sweep_args
+    from harness.build.sweep import add_sweep_args
 
     add_sweep_args(p)
 
 
 def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argparse.Namespace | None = None):
-    from harness.matrix import catalogue, load_matrix
-    from harness.sweep import matrix_from_args
+    from harness.build.matrix import catalogue, load_matrix
+    from harness.build.sweep import matrix_from_args
 
     swept = matrix_from_args(matrix_files, args) if args is not None else None
     if swept is not None:
@@ -195,7 +195,7 @@ def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argpa
 
 
 def _prepare(cell, progress):
-    from harness.envs import ensure_env
+    from harness.build.envs import ensure_env
 
     return ensure_env(cell, log=lambda m: progress(cell.name, {"event": "env", "message": m}))
 
@@ -263,15 +263,15 @@ def _note_replaced_report(report_dir: Path, cells: list, console) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run cells (up to -j at once) and, unless --no-report, render the report; exit 1 on news."""
-    from harness.expectations import load_expectations
-    from harness.parallel import cell_from_json, default_jobs, run_parallel
-    from harness.progress import CellProgress, EventStream
+    from harness.judge.expectations import load_expectations
+    from harness.run.parallel import cell_from_json, default_jobs, run_parallel
+    from harness.run.progress import CellProgress, EventStream
 
     # A -j worker gets its cell whole from the parent (sweep cells are not in any YAML file).
     if args.worker_cell:
         cells = [cell_from_json(args.worker_cell)]
     else:
-        from harness.floating import resolve_cells
+        from harness.build.floating import resolve_cells
 
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
@@ -304,7 +304,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> int:
     """--no-report's verdict: print the news (at most 20 lines) and return 1 when there is any."""
-    from harness.news import news_lines
+    from harness.nightly.news import news_lines
 
     news = news_lines(files, expectations)
     if not quiet:  # a -j worker's stderr is the parent's: the parent reports
@@ -319,11 +319,11 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     """One cell after another, preparing the next cells' envs in the background."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from harness.cellrun import run_cell
-    from harness.devices import available
-    from harness.envs import ensure_env
-    from harness.parallel import cores
-    from harness.workers import worker_count
+    from harness.run.cellrun import run_cell
+    from harness.build.devices import available
+    from harness.build.envs import ensure_env
+    from harness.run.parallel import cores
+    from harness.run.workers import worker_count
     from rich.markup import escape
 
     out: Path = args.out
@@ -372,15 +372,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from harness.diff import diff_command
+    from harness.report.diff import diff_command
 
     return diff_command(args.old, args.new, args.markdown)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from harness.matrix import catalogue, load_matrix
+    from harness.build.matrix import catalogue, load_matrix
 
-    from harness.sweep import matrix_from_args
+    from harness.build.sweep import matrix_from_args
 
     m = matrix_from_args(args.matrix, args)
     if m is None:
@@ -390,7 +390,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps([c.describe() for c in m.cells], indent=1))
     elif args.format == "github":
-        from harness.devices import RUNNERS
+        from harness.build.devices import RUNNERS
 
         print(json.dumps({"include": [{"cell": c.name, "device": c.device, "runs-on": c.runs_on or RUNNERS[c.device]}
                                       for c in m.cells]}))
@@ -402,10 +402,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate matrices, known-issues and API-range files (every matrices/ file when none are named)."""
-    from harness.apis import DEFAULT_PATH as DEFAULT_APIS, load_api_ranges
-    from harness.expectations import load_expectations
-    from harness.matrix import MATRICES_DIR, catalogue, load_matrix
-    from harness.yamlio import load_yaml
+    from harness.judge.apis import DEFAULT_PATH as DEFAULT_APIS, load_api_ranges
+    from harness.judge.expectations import load_expectations
+    from harness.build.matrix import MATRICES_DIR, catalogue, load_matrix
+    from harness.build.yamlio import load_yaml
 
     if not args.files:
         m = catalogue()
@@ -420,7 +420,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
             print(f"ok: {f}: {len(load_expectations(f))} known issues")
         elif isinstance(doc, dict) and "sweeps" in doc:  # lists releases on the index to expand it
-            from harness.sweep import load_sweep
+            from harness.build.sweep import load_sweep
 
             print(f"ok: {f}: sweep of {len(load_sweep(f).cells)} cells")
         else:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.apis import DEFAULT_PATH, api_drift, load_api_ranges, observed_apis
+from harness.judge.apis import DEFAULT_PATH, api_drift, load_api_ranges, observed_apis
 from harness.errors import UserError
-from harness.outcomes import FAILING_VERDICTS
+from harness.judge.outcomes import FAILING_VERDICTS
 from harness.report import report_command
-from harness.verdicts import judge_case
+from harness.judge.verdicts import judge_case
 from tests.results_fixtures import cell_file, known_issues
 
 REPO = Path(__file__).resolve().parent.parent
@@ -167,7 +167,7 @@ def test_a_report_rerendered_with_a_corrected_range_changes_without_rerunning(tm
 FAKE_SUITE = """
 from hypothesis import example, given, settings, strategies as st
 
-from harness.compat import api_absent, found
+from harness.incell.compat import api_absent, found
 
 
 def test_gone():
@@ -198,7 +198,7 @@ FAKE_RANGES = """apis:
 def _run_fake(tmp_path: Path, gone: str, there: str) -> tuple[int, dict[str, dict]]:
     suite = tmp_path / "suite"
     suite.mkdir(exist_ok=True)
-    (suite / "conftest.py").write_text('pytest_plugins = ["harness.plugin"]\n')
+    (suite / "conftest.py").write_text('pytest_plugins = ["harness.incell.plugin"]\n')
     (suite / "test_fake.py").write_text(FAKE_SUITE)
     (tmp_path / "ranges.yaml").write_text(FAKE_RANGES % (gone, there))
     results = tmp_path / "results.jsonl"
@@ -247,9 +247,9 @@ def test_a_failed_property_names_its_falsifying_example(tmp_path):
 def test_api_drift_on_a_real_cell_in_run_and_rejudged(tmp_path, monkeypatch):
     """jax 0.5.3 has no jax.lax.pvary: `skipped` under the real range; under a range claiming it
     shipped from 0.5.0, the same run is `api-drift` (exit 1), and the report re-judges it back."""
-    from harness.cellrun import run_cell
-    from harness.matrix import catalogue
-    from harness.results import read_results
+    from harness.run.cellrun import run_cell
+    from harness.build.matrix import catalogue
+    from harness.judge.results import read_results
 
     case_id = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[pvary]"
     wrong = tmp_path / "apis"

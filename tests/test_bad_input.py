@@ -191,7 +191,7 @@ def test_declared_ids_read_the_suites_parametrize_statically():
     against `pytest suites --collect-only` in a cell when written; here on known cases)."""
     import ast
 
-    from harness.testids import declared_ids
+    from harness.judge.testids import declared_ids
 
     assert declared_ids("suites/call_jax/test_non_tensor_inputs.py::test_static_scalar[none-kwarg]") >= {"none-kwarg", "int-arg"}
     assert declared_ids(SHARD) == {"base", "pvary", "pcast", "no_replication_check"}

@@ -6,8 +6,8 @@ import pytest
 from packaging.version import Version
 
 from harness.bisect.probe import classify, paired_pins, probe_cell
-from harness.bisect.versions import between, list_versions, nearest
-from harness.cell import Cell
+from harness.build.releases import between, list_versions, nearest
+from harness.build.cell import Cell
 from harness.errors import UserError
 
 

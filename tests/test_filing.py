@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.filing import bisect_bounds, marker, news_items
+from harness.nightly.filing import bisect_bounds, marker, news_items
 
 REPO = Path(__file__).resolve().parent.parent
 A, B, C = "suites/a.py::test_a", "suites/b.py::test_b", "suites/c.py::test_c"
@@ -131,7 +131,7 @@ def test_without_gh_it_says_so_in_one_line(tmp_path):
 def test_a_bisection_over_budget_is_ended_with_its_children(tmp_path, monkeypatch):
     import time
 
-    import harness.filing as filing
+    import harness.nightly.filing as filing
 
     pidfile = tmp_path / "child.pid"
     # Stand-in for `harness bisect`: starts a child that would outlive a plain kill, then hangs.

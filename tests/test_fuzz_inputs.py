@@ -112,7 +112,7 @@ def _paths(node, prefix=()):
 @st.composite
 def report_docs(draw) -> bytes:
     """A well-formed report.json (random cells, cases, verdicts, numerics); a third get mutated or damaged."""
-    from harness.outcomes import VERDICTS
+    from harness.judge.outcomes import VERDICTS
 
     cells = draw(st.lists(st.sampled_from(["a-cpu", "b-cpu", "c|<!---tpu"]), min_size=1, max_size=3, unique=True))
     numerics = st.fixed_dictionaries({"numerics": st.fixed_dictionaries({"max_abs_err": scalars, "atol": scalars})})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.history import build_history, changes, render_history_markdown
+from harness.report.history import build_history, changes, render_history_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 A, B, EVIL = "suites/a.py::test_a", "suites/b.py::test_b", "suites/x.py::test_x[</script><b>]"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cellrun import run_cell
-from harness.matrix import catalogue
-from harness.results import read_results
+from harness.run.cellrun import run_cell
+from harness.build.matrix import catalogue
+from harness.judge.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent
 CELL = "jax060-cpu"
@@ -107,7 +107,7 @@ def test_a_selection_that_matches_no_test_is_news_not_green(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "-5", "ten", "1.5"])
 def test_a_bad_phase_deadline_is_one_line_of_bad_input(monkeypatch, value):
-    from harness.cellrun import _phase_timeouts
+    from harness.run.cellrun import _phase_timeouts
     from harness.errors import UserError
 
     monkeypatch.setenv("SEAMS_EXIT_TIMEOUT_S", value)

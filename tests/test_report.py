@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.diff import compare
+from harness.report.diff import compare
 from harness.report import report_command
 from harness.report.synthetic import write_synthetic_results
 from tests.results_fixtures import COMPUTE, PVARY, SHARD, SHARD_ISSUE, case, cell_file, known_issues

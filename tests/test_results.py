@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from harness.results import read_many, read_results
+from harness.judge.results import read_many, read_results
 from tests.results_fixtures import COMPUTE, SHARD, case, cell_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ def _report(tmp_path, name, *files):
 
 
 def test_incomplete_is_exit_1_in_report_and_diff_and_news(tmp_path):
-    from harness.news import news_lines
+    from harness.nightly.news import news_lines
 
     good_dir, cut_dir = tmp_path / "good", tmp_path / "cut"
     good_dir.mkdir(), cut_dir.mkdir()
@@ -152,6 +152,6 @@ def test_incomplete_is_exit_1_in_report_and_diff_and_news(tmp_path):
 
 
 def test_no_results_files_at_all_is_news():
-    from harness.news import news_lines
+    from harness.nightly.news import news_lines
 
     assert news_lines([]) == ["no cell ran (zero tests is never a pass)"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cellrun import run_cell
-from harness.matrix import catalogue
-from harness.results import read_results
+from harness.run.cellrun import run_cell
+from harness.build.matrix import catalogue
+from harness.judge.results import read_results
 
 pytestmark = pytest.mark.e2e
 

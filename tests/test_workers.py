@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import workers
-from harness.cellrun import _pytest_argv, _Watch
-from harness.cell import Cell
-from harness.results import read_results
+from harness.run import workers
+from harness.run.cellrun import _pytest_argv, _Watch
+from harness.build.cell import Cell
+from harness.judge.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -79,7 +79,7 @@ def test_chip_claims_are_one_per_process_and_free_again_when_it_ends(tmp_path, m
 
 
 def test_a_hung_test_is_killed_by_its_worker_and_its_stack_names_the_hang(tmp_path):
-    code = ("import sys, time; from pathlib import Path; from harness.workers import HangGuard\n"
+    code = ("import sys, time; from pathlib import Path; from harness.run.workers import HangGuard\n"
             "g = HangGuard(Path(sys.argv[1]), 0.5); g.arm('suites/x.py::test_ok'); g.disarm()\n"
             "g.arm('suites/x.py::test_hangs')\n"
             "def hung_here(): time.sleep(30)\n"

@@ -14,8 +14,8 @@ from packaging.version import InvalidVersion, Version
 from harness.bisect.probe import Prober
 from harness.bisect.report import ir_diff, render
 from harness.bisect.search import BAD, GOOD, bisect
-from harness.bisect.versions import between, list_versions, nearest
-from harness.cell import Cell
+from harness.build.releases import between, list_versions, nearest
+from harness.build.cell import Cell
 from harness.errors import UserError
 
 DESCRIPTION = """\
@@ -68,7 +68,7 @@ def _held(items: list[str]) -> dict[str, str]:
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
-    from harness.matrix import DEFAULT_MATRIX, catalogue, load_matrix
+    from harness.build.matrix import DEFAULT_MATRIX, catalogue, load_matrix
 
     if args.cell:
         return catalogue().cell(args.cell)
@@ -81,7 +81,7 @@ def _base_cell(args: argparse.Namespace) -> Cell:
 
 
 def _from_report(args: argparse.Namespace) -> None:
-    from harness.diff import load_report  # checks the shape: a malformed report is one line, exit 2
+    from harness.report.diff import load_report  # checks the shape: a malformed report is one line, exit 2
 
     doc = load_report(args.from_report)
     case_id = args.case or args.test_id
@@ -123,7 +123,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if not args.script and not args.test_id:
         raise UserError("bisect needs a TEST_ID or --script CMD ...")
     if args.test_id:
-        from harness.repro import test_source
+        from harness.report.repro import test_source
 
         if test_source(args.test_id) is None:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "
@@ -180,7 +180,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 def _check_params(test_id: str) -> None:
     """Reject a `[param]` the test does not declare, before any probe is built."""
-    from harness.testids import declared_ids
+    from harness.judge.testids import declared_ids
 
     if "[" not in test_id:
         return

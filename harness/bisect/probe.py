@@ -16,12 +16,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from harness.bisect.search import BAD, GOOD, SKIP
-from harness.cell import Cell
-from harness.cellrun import run_cell
-from harness.compat import API_ABSENT, NOT_IN_CELL
-from harness.envs import EnvError, ensure_env
+from harness.build.cell import Cell
+from harness.run.cellrun import run_cell
+from harness.incell.compat import API_ABSENT, NOT_IN_CELL
+from harness.build.envs import EnvError, ensure_env
 from harness.errors import UserError
-from harness.results import read_results
+from harness.judge.results import read_results
 
 
 @dataclass

@@ -6,7 +6,7 @@ import difflib
 from typing import Any
 
 from harness.bisect.probe import Answer
-from harness.cell import Cell
+from harness.build.cell import Cell
 
 _IR_KEYS = ("stablehlo", "hlo", "jaxpr", "ir")
 _MAX_DIFF_LINES = 120

@@ -7,17 +7,17 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.errors import UserError
-from harness.expectations import DEFAULT_PATH, load_expectations
-from harness.outcomes import FAILING_VERDICTS
+from harness.judge.expectations import DEFAULT_PATH, load_expectations
+from harness.judge.outcomes import FAILING_VERDICTS
 from harness.report.html import render_html
-from harness.report.judge import apply_expectations
+from harness.judge.apply import apply_expectations
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.model import build_report
-from harness.repro import write_repros
-from harness.results import read_many
+from harness.report.repro import write_repros
+from harness.judge.results import read_many
 from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
-from harness.since import render_since_markdown, since_summary
+from harness.judge.since import render_since_markdown, since_summary
 
 MAX_REPROS = 500
 

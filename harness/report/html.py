@@ -11,7 +11,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from harness.outcomes import VERDICTS
+from harness.judge.outcomes import VERDICTS
 from harness.safeio import dumps_strict
 
 _MAX_OBS_STR = 200

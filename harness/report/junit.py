@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from harness.outcomes import FAILING_VERDICTS
+from harness.judge.outcomes import FAILING_VERDICTS
 
 # Characters XML 1.0 cannot carry at all (control characters such as ESC from ANSI colours, lone
 # surrogates): written as visible \xNN escapes so the file stays valid and the message readable.

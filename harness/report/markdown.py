@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from harness.outcomes import FAILING_VERDICTS, VERDICTS
+from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
 from harness.report.model import iter_results
 
 _NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")

@@ -7,8 +7,8 @@ from collections import Counter
 from typing import Any
 
 from harness import __version__
-from harness.outcomes import VERDICTS
-from harness.results import CellResults
+from harness.judge.outcomes import VERDICTS
+from harness.judge.results import CellResults
 
 REPORT_SCHEMA_VERSION = 1
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.compat import torch_api
-from harness.ir import called_computation_parameter_counts, count_entry_parameters
+from harness.incell.compat import torch_api
+from harness.incell.ir import called_computation_parameter_counts, count_entry_parameters
 
 
 @pytest.fixture

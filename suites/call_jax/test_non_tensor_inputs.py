@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import api_absent, torch_api
+from harness.incell.compat import api_absent, torch_api
 from suites.call_jax.conftest import record_hlo
 
 

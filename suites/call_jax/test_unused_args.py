@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from harness.compat import torch_api
+from harness.incell.compat import torch_api
 from suites.call_jax.conftest import record_hlo
 
 # id -> (jax function, how many tensors as args, kwarg names that get tensors, torch reference)

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import api_absent, torch_api
-from harness.numerics import to_numpy
+from harness.incell.compat import api_absent, torch_api
+from harness.incell.numerics import to_numpy
 from suites.call_jax.conftest import record_hlo
 
 

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import jax_api
-from harness.ir import frontend_attribute_values, has_frontend_attribute, lines_mentioning
+from harness.incell.compat import jax_api
+from harness.incell.ir import frontend_attribute_values, has_frontend_attribute, lines_mentioning
 
 HOST_KEY = "_xla_compute_type"
 

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.compat import jax_api
-from harness.ir import frontend_attribute_values, has_frontend_attribute
+from harness.incell.compat import jax_api
+from harness.incell.ir import frontend_attribute_values, has_frontend_attribute
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import assume, example, given, strategies as st  # noqa: E402

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from harness.compat import jax_api, require
-from harness.ir import has_frontend_attribute
+from harness.incell.compat import jax_api, require
+from harness.incell.ir import has_frontend_attribute
 
 HOST_KEY = "_xla_compute_type"
 HOST_CALL = re.compile(r"call.*to_apply.*_xla_compute_type")

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from harness.compat import jax_api
+from harness.incell.compat import jax_api
 
 N_DEVICES = 8
 AXIS = "x"

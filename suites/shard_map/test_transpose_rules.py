@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from harness.compat import jax_api
+from harness.incell.compat import jax_api
 
 N = 4  # mesh size, as upstream's tests use
 PSUM_FAMILY = {"psum", "psum2", "psum_invariant"}

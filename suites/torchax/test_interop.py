@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.compat import require, torch_api
-from harness.ir import count_main_arguments
+from harness.incell.compat import require, torch_api
+from harness.incell.ir import count_main_arguments
 
 try:  # collected (and listed) everywhere; skipped per case where the cell has no torch
     import torch

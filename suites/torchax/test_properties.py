@@ -14,7 +14,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from harness.compat import require, torch_api
+from harness.incell.compat import require, torch_api
 # the call_jax family's generated trees and probe, shared so both bridges face the same inputs
 from suites.call_jax.test_properties import _dtype_static, _map, _torch_dtype, n_tensors, probe, signatures
 

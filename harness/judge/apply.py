@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from harness.apis import ApiDrift, ApiRange, default_api_ranges
-from harness.expectations import Expectation, applicable_expectations, normalize_versions
-from harness.results import CellResults
-from harness.verdicts import judge, judge_case
+from harness.judge.apis import ApiDrift, ApiRange, default_api_ranges
+from harness.judge.expectations import Expectation, applicable_expectations, normalize_versions
+from harness.judge.results import CellResults
+from harness.judge.verdicts import judge, judge_case
 
 
 def _exp_dict(exp: Expectation | ApiDrift | None) -> dict | None:

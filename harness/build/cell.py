@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from harness.devices import EXTRAS, PJRT
+from harness.build.devices import EXTRAS, PJRT
 
 PYTHON = "3.11"
 # What the harness plugin needs inside every cell, besides the pins.
@@ -16,7 +16,7 @@ PYTHON = "3.11"
 RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-reportlog>=0.4", "pyyaml>=6", "packaging>=23", "numpy",
                         "hypothesis>=6.100", "pytest-xdist>=3.5", "regex>=2024.4")
 # Packages whose pinned version must import and report exactly that version.
-# Pins resolved at build time (harness.floating): the newest release, the newest nightly build.
+# Pins resolved at build time (harness.build.floating): the newest release, the newest nightly build.
 FLOATING = ("latest", "nightly")
 IMPORT_NAMES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "torch-xla": "torch_xla",
                 "torchax": "torchax", "flax": "flax", "optax": "optax", "libtpu": "libtpu"}

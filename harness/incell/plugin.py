@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from pytest_reportlog.plugin import ReportLogPlugin
 
-from harness.resultsfile import file_tail, signal_name
-from harness.runinfo import collect_run_info, installed_versions
-from harness.expectations import Expectation, applicable_expectations, load_expectations, normalize_versions
-from harness.apis import OBSERVATION as APIS_OBSERVATION, default_api_ranges, load_api_ranges
-from harness.compat import reset_seen, seen_apis
-from harness.verdicts import judge_case
-from harness import workers
+from harness.incell.resultsfile import file_tail, signal_name
+from harness.incell.runinfo import collect_run_info, installed_versions
+from harness.judge.expectations import Expectation, applicable_expectations, load_expectations, normalize_versions
+from harness.judge.apis import OBSERVATION as APIS_OBSERVATION, default_api_ranges, load_api_ranges
+from harness.incell.compat import reset_seen, seen_apis
+from harness.judge.verdicts import judge_case
+from harness.run import workers
 
 SCHEMA_VERSION = 1
 XDIST_EXIT_WAIT_S = 10  # how long xdist (NodeManager.EXIT_TIMEOUT) waits for a worker to exit before killing it
@@ -247,7 +247,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _default_expectations() -> list[Expectation]:
-    from harness.expectations import DEFAULT_PATH
+    from harness.judge.expectations import DEFAULT_PATH
 
     return load_expectations(DEFAULT_PATH) if DEFAULT_PATH.exists() else []
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from harness.compat import api_absent, found, require
+from harness.incell.compat import api_absent, found, require
 
 CALL_JAX = "torch_xla.core.xla_builder.call_jax"
 CACHE_COUNTERS = ("torch_xla.core.xla_builder._jax_to_xla_computation_cache_elements",  # 2.8+

@@ -13,6 +13,7 @@ from harness.errors import UserError
 from harness.report.markdown import md_code
 from harness.report.model import iter_results
 from harness.safeio import atomic_write, disk_error
+from harness.paths import SCHEMA_DIR
 
 GOOD = {"ok", "known-bug", "skipped"}
 BAD = {"regression", "crash", "timeout", "env-error", "incomplete", "api-drift"}
@@ -37,12 +38,12 @@ def load_report(path: Path) -> dict[str, Any]:
     return doc
 
 
-REPORT_SCHEMA = Path(__file__).resolve().parent / "schema" / "report-v1.json"
+REPORT_SCHEMA = SCHEMA_DIR / "report-v1.json"
 
 
 @lru_cache(maxsize=1)
 def _report_validator() -> Any:
-    from harness.outcomes import VERDICTS
+    from harness.judge.outcomes import VERDICTS
     from harness.report.html import RAWS
 
     schema = json.loads(REPORT_SCHEMA.read_text())

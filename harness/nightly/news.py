@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from harness.outcomes import FAILING_VERDICTS
+from harness.judge.outcomes import FAILING_VERDICTS
 
 
 def news_lines(paths: Iterable[Path], expectations_path: Path | None = None) -> list[str]:
     """One line per piece of news in these results files (empty: nothing new, exit 0)."""
-    from harness.expectations import DEFAULT_PATH, load_expectations
-    from harness.report.judge import apply_expectations
-    from harness.results import read_many
+    from harness.judge.expectations import DEFAULT_PATH, load_expectations
+    from harness.judge.apply import apply_expectations
+    from harness.judge.results import read_many
 
     paths = list(paths)
     if not paths:

@@ -22,9 +22,10 @@ from typing import Any, Iterable
 import jsonschema
 
 from harness.errors import UserError
-from harness.outcomes import RAW_OUTCOMES as _RAW
+from harness.judge.outcomes import RAW_OUTCOMES as _RAW
+from harness.paths import SCHEMA_DIR
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "results-v1.json"
+SCHEMA_PATH = SCHEMA_DIR / "results-v1.json"
 SCHEMA_VERSION = 1
 WHOLE_CELL = "(whole cell)"  # the case id of what concerns a cell as a whole (also the diff's key)
 _MESSAGE_LINES = 6
@@ -72,7 +73,7 @@ class CellResults:
     duration_s: float | None = None
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
-    floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.floating)
+    floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
 
     def versions(self) -> dict[str, str]:
         """Installed versions as the run reported them, else the pins (env-error cells)."""

@@ -1,11 +1,11 @@
 """The one place where API moves between versions are bridged (never behaviour differences).
 
-Scenarios import what moved from here: `harness.compat.jax_api` for jax (shard_map's path,
-pvary/pcast, vma, compute_on), `harness.compat.torch_api` for torch_xla / torchax. Every probe
+Scenarios import what moved from here: `harness.incell.compat.jax_api` for jax (shard_map's path,
+pvary/pcast, vma, compute_on), `harness.incell.compat.torch_api` for torch_xla / torchax. Every probe
 for an API records whether it was there (`found(NAME, present)`); the results plugin attaches
 that to the case as the observation `apis: {NAME: present?}`. When the API a scenario needs is
 missing, skip with `api_absent(NAME)`: the raw outcome `skip: api absent: NAME`. Whether that is
-right is judged against the API's recorded release range (matrices/apis/, harness.apis):
+right is judged against the API's recorded release range (matrices/apis/, harness.judge.apis):
 outside it the case is `skipped`, inside it the case is `api-drift`, which is news.
 """
 

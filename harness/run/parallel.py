@@ -25,9 +25,9 @@ from typing import IO, Sequence
 
 from rich.markup import escape
 
-from harness.cell import Cell
-from harness.progress import CellProgress
-from harness.workers import worker_count
+from harness.build.cell import Cell
+from harness.run.progress import CellProgress
+from harness.run.workers import worker_count
 
 # Seconds of CPU a cell's imports cost, relative to a core: torch (+ torch_xla) imports for
 # 15-25 s of CPU, a jax-only cell is mostly idle waiting on small compiles.

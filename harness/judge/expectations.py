@@ -10,13 +10,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.devices import DEVICE_TYPES
+from harness.build.devices import DEVICE_TYPES
 from harness.errors import UserError
-from harness.outcomes import RAW_OUTCOMES
-from harness.yamlio import line_of, load_yaml
+from harness.judge.outcomes import RAW_OUTCOMES
+from harness.build.yamlio import line_of, load_yaml
+from harness.paths import MATRICES_DIR
 
 # One file per scenario family, so each family's known issues live beside each other.
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "matrices" / "known_issues"
+DEFAULT_PATH = MATRICES_DIR / "known_issues"
 _KEYS = {"id", "tests", "when", "devices", "expect", "match", "link", "reason"}
 _BOUNDARY = ("/", ":", "[", "-", "]")
 # A `match` regex gets this long per message: a pattern that backtracks catastrophically on some

@@ -30,14 +30,14 @@ from typing import Callable, Sequence
 from filelock import FileLock, Timeout
 
 from harness import __version__, lifeline
-from harness.cell import Cell
-from harness.devices import available
-from harness.envs import Env, EnvError, ensure_env
+from harness.build.cell import Cell
+from harness.build.devices import available
+from harness.build.envs import Env, EnvError, ensure_env
 from harness.errors import UserError
-from harness.resultsfile import Tail, append_record, file_tail, signal_name
-from harness.workers import BACKSTOP_S, user_chose, xdist_args
+from harness.incell.resultsfile import Tail, append_record, file_tail, signal_name
+from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
-REPO = Path(__file__).resolve().parent.parent
+from harness.paths import REPO
 SCHEMA_VERSION = 1
 MAX_RESUMES = 50
 COLLECT_TIMEOUT_S = 300  # starting the interpreter, importing the suites (jax, torch_xla) and collecting
@@ -199,7 +199,7 @@ def run_cell(
 
     env_provider lets a caller hand over an env it is already building in the background
     (`harness run` prepares the next cell's env while the current one runs its tests).
-    xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.workers).
+    xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.run.workers).
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
     results = Path(results)

@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from harness.paths import REPO
 
 
 class _Unknown(Exception):

@@ -16,8 +16,8 @@ from dataclasses import replace
 from packaging.version import Version
 
 from harness.bisect.probe import paired_pins
-from harness.bisect.versions import list_versions
-from harness.cell import FLOATING, PYTHON, Cell
+from harness.build.releases import list_versions
+from harness.build.cell import FLOATING, PYTHON, Cell
 from harness.errors import UserError
 
 # Where `nightly` pins list and install from, unless SEAMS_NIGHTLY_INDEX_URL or the cell's own

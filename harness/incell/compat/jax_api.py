@@ -3,7 +3,7 @@ compute_on and its stream form.
 
 Only *where* an API lives or how it is spelled is bridged here. Whether it behaves the same is
 what the suites check, so nothing here catches an error from the API itself. Every probe records
-the API's presence (harness.compat.found) under the name its range has in matrices/apis/.
+the API's presence (harness.incell.compat.found) under the name its range has in matrices/apis/.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from harness.compat import api_absent, found
+from harness.incell.compat import api_absent, found
 
 SHARD_MAP = "jax.shard_map"
 EXPERIMENTAL_SHARD_MAP = "jax.experimental.shard_map"

@@ -2,7 +2,7 @@
 
 The harness side (`worker_count`, `xdist_args`) decides the worker count from the cell's device
 and the cores left to it; the worker side (`claim_chip`, `HangGuard`) runs inside each xdist
-worker, loaded by harness.plugin.
+worker, loaded by harness.incell.plugin.
 
 Why a deadline inside the worker: with several tests running at once, the harness cannot kill
 pytest's process group for one hung test without killing the others. A worker instead arms

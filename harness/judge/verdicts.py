@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from harness.apis import ApiDrift, ApiRange, api_drift, observed_apis
-from harness.expectations import Expectation
-from harness.outcomes import FAILING_VERDICTS
+from harness.judge.apis import ApiDrift, ApiRange, api_drift, observed_apis
+from harness.judge.expectations import Expectation
+from harness.judge.outcomes import FAILING_VERDICTS
 
 _UNEXPECTED = {"pass": "ok", "fail": "regression", "error": "regression"}
 

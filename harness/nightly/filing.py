@@ -26,16 +26,16 @@ from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
-from harness.diff import compare, load_report
+from harness.report.diff import compare, load_report
 from harness.errors import UserError
 from harness.report.model import iter_results
-from harness.repro import _fenced, repro_markdown
+from harness.report.repro import _fenced, repro_markdown
 
 LABEL = "xla-seams-news"
 BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
 # The package a bisection moves, in order of preference, and what moves with it.
 _MOVABLE = ("torch-xla", "torchax", "jax", "torch")
-REPO = Path(__file__).resolve().parent.parent
+from harness.paths import REPO
 
 
 def news_items(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:

@@ -23,12 +23,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.cell import FLOATING, Cell
-from harness.devices import DEVICE_TYPES
+from harness.build.cell import FLOATING, Cell
+from harness.build.devices import DEVICE_TYPES
 from harness.errors import UserError
-from harness.yamlio import line_of, load_yaml
+from harness.build.yamlio import line_of, load_yaml
 
-MATRICES_DIR = Path(__file__).resolve().parent.parent / "matrices"
+from harness.paths import MATRICES_DIR
 DEFAULT_MATRIX = MATRICES_DIR / "default.yaml"
 
 _TOP_KEYS = {"schema", "description", "defaults", "stacks", "devices", "exclude", "include"}
@@ -98,7 +98,7 @@ def _pins(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
         if isinstance(ver, bool) or not isinstance(ver, _SCALARS):
             raise ctx.err(node, pkg, f"{pkg}: {ver!r} is not a version; write an exact release such as '0.6.0'")
         ver_s = str(ver)
-        if ver_s in FLOATING:  # resolved to an exact version at build time (harness.floating)
+        if ver_s in FLOATING:  # resolved to an exact version at build time (harness.build.floating)
             pins[canonicalize_name(pkg)] = ver_s
             continue
         try:

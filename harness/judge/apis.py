@@ -1,7 +1,7 @@
 """API presence ranges as data: which releases ship each API the suites bridge, and drift from them.
 
 `api absent` is a fact a scenario records (the raw outcome `skip: api absent: NAME`, and an
-observation `apis: {NAME: false}` from harness.compat). Whether that fact is right is policy,
+observation `apis: {NAME: false}` from harness.incell.compat). Whether that fact is right is policy,
 kept here beside the known issues: outside an API's recorded range it is expected, inside it
 (or the API present outside it) it is news, the `api-drift` verdict. Reports re-judge from the
 recorded facts, so a corrected range changes a report without re-running anything.
@@ -20,10 +20,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
-from harness.yamlio import line_of, load_yaml
+from harness.build.yamlio import line_of, load_yaml
+from harness.paths import MATRICES_DIR
 
 # One file per upstream project, so each helper family edits its own.
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "matrices" / "apis"
+DEFAULT_PATH = MATRICES_DIR / "apis"
 ENV_VAR = "SEAMS_APIS"
 OBSERVATION = "apis"  # observations key: {api name: present?}
 _KEYS = {"api", "package", "shipped", "evidence", "link", "note"}

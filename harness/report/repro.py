@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.safeio import atomic_write, dumps_strict
-from harness.testids import read_suite_module
+from harness.judge.testids import read_suite_module
 
 _SKIP = {"ok", "skipped"}
 

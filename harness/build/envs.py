@@ -29,7 +29,7 @@ from typing import Callable
 from filelock import FileLock
 
 from harness import lifeline
-from harness.cell import IMPORT_NAMES, PYTHON, Cell
+from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -142,7 +142,7 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
 
 def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
     """Return the cell's env, building and verifying it first if it is not cached or is damaged."""
-    if cell.unresolved:  # a floating pin (latest/nightly) that did not resolve: harness.floating
+    if cell.unresolved:  # a floating pin (latest/nightly) that did not resolve: harness.build.floating
         raise EnvError(cell.unresolved)
     root = envs_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -303,7 +303,7 @@ def _uv_install(cell: Cell, target: Path, fresh: bool = False) -> None:
     install = [uv, "pip", "install", "--quiet", "--python", str(target / "bin" / "python")]
     if cell.index_url:
         install += ["--index-url", cell.index_url]
-    for url in cell.extra_index_urls:  # a `nightly` pin's index (harness.floating)
+    for url in cell.extra_index_urls:  # a `nightly` pin's index (harness.build.floating)
         install += ["--extra-index-url", url]
     for link in cell.find_links:
         install += ["--find-links", link]

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.diff import load_report
+from harness.report.diff import load_report
 from harness.errors import UserError
 from harness.report.model import iter_results
 

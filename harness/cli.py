@@ -116,6 +116,13 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
     _add_sweep_args(p)
+    g = p.add_argument_group("your own build (see README: Your own build)",
+                             "--with PKG=PATH (a source tree, hashed when dirty), PKG=PATH@REF or PKG=URL@REF (a git "
+                             "ref, exported with git archive), PKG=FILE.whl: take PKG from there in every named cell "
+                             "(repeatable; also $SEAMS_WITH, whitespace-separated, for tox). A jax source is paired "
+                             "with the newest released jaxlib its jax/version.py allows.")
+    g.add_argument("--pair", action="append", default=[], metavar="PKG==VER",
+                   help="with a source: use this binary partner instead of the rule's choice, e.g. jaxlib==0.5.3")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,7 +280,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from harness.build.floating import resolve_cells
 
+        from harness.build.sources import apply_with, describe, is_source_with, parse_pair, with_items
+
+        sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
+        args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
+        cells = apply_with(cells, sourced, parse_pair(args.pair))  # sources -> SHA / content hash, jax paired
+        for cell in cells:
+            for pkg, src in cell.sources.items():
+                print(f"{cell.name}: {pkg} {src['pin']} from {describe(src)}"
+                      + (f"; {src['pairing']}" if src.get("pairing") else ""), file=sys.stderr)
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
     from harness.safeio import check_writable

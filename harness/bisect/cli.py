@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 from harness.bisect.probe import Prober
 from harness.bisect.report import ir_diff, render
 from harness.bisect.search import BAD, GOOD, bisect
-from harness.build.releases import between, list_versions, nearest
+from harness.build.releases import between, held_pins, list_versions, nearest
 from harness.build.cell import Cell
 from harness.errors import UserError
 
@@ -65,20 +65,6 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--to-commit", action="store_true",
                    help="after a release bisection, go on into the commits between the two releases it found (needs --repo)")
     p.set_defaults(handler=cmd_bisect)
-
-
-def _held(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, ver = item.partition("==")
-        if not sep or not ver:
-            raise UserError(f"--with {item!r}: write PACKAGE==VERSION")
-        try:
-            Version(ver)
-        except InvalidVersion:
-            raise UserError(f"--with {item!r}: {ver!r} is not a PEP 440 version") from None
-        out[canonicalize_name(name)] = ver
-    return out
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
@@ -159,7 +145,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError(f"--good {good} is newer than --bad {bad}: keep --good the older bound "
                         "(to find where something got fixed, add --regress pass)")
     package = canonicalize_name(args.package)
-    held = _held(args.held)
+    held = held_pins(args.held)
     versions = list_versions(package, args.index_url, tuple(args.find_links), pre=args.pre)
     if package == "jax":  # jax moves with jaxlib: only versions both have are testable pairs
         jaxlibs = set(list_versions("jaxlib", args.index_url, tuple(args.find_links), args.pre))

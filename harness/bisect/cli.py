@@ -198,7 +198,7 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str) -> int:
     check_writable(args.out)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     kw = dict(package=canonicalize_name(args.package or "jax"), base=_base_cell(args), pair=parse_pair(args.pair),
-              test_id=args.test_id, regress=_regress(args.regress), held=_held(args.held),
+              test_id=args.test_id, regress=_regress(args.regress), held=held_pins(args.held),
               out_dir=args.out / "probes", script=args.script, log=log)
     summary, answers, commits = bisect_commits(args, kw, _conclude, log, good_ref, bad_ref)
     summary.update({"target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,

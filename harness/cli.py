@@ -73,6 +73,7 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
+  SEAMS_WITH='PKG=PATH[@REF] ...'  sources swapped into the cells, as --with PKG=PATH[@REF] (for tox)
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
@@ -80,6 +81,8 @@ examples:
   tox -e jax060-cpu -- -k shard_map                         # the same under tox
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
   python -m harness run --cell jax060-cpu --xdist 0         # one pytest process, cases one by one
+  python -m harness run --cell jax072-cpu --with jax=../jax # your jax checkout (dirty is fine) on that cell
+  python -m harness run --cell xla29-cpu --with jax=../jax@5f3c2a1   # a commit of it
 """
 
 

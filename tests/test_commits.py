@@ -70,6 +70,8 @@ def _fake_truth(toy, bad_at: int, broken: set[int]):
     index = {sha: i for i, sha in enumerate(toy.first_parent)}
 
     def run(self: Prober, cell: Cell, version: str) -> Answer:
+        if not cell.sources:  # a release probe (--to-commit starts with releases)
+            return Answer(version, "bad" if version == "1.1.0" else "good", "fail" if version == "1.1.0" else "pass")
         assert cell.sources["seamtoy"]["sha"] == version  # the probe cell takes the package from that commit
         i = index[version]
         if i in broken:
@@ -132,6 +134,22 @@ def test_answers_are_cached_so_a_rerun_resumes(tmp_path, monkeypatch, capsys, to
     assert rc == 0 and "probes run: 0" in again and f"first bad commit: {toy.regression}" in again
     md = (tmp_path / "out" / "bisect-commits.md").read_text()
     assert f"`{toy.regression[:12]}`" in md and "(cached)" in md
+
+
+def test_to_commit_goes_on_from_the_releases_into_their_commits(tmp_path, monkeypatch, capsys, toy):
+    wheels = tmp_path / "simple" / "seamtoy"  # the release index: only file names are read when listing
+    wheels.mkdir(parents=True)
+    for v in ("0.9.0", "1.0.0", "1.1.0"):
+        (wheels / f"seamtoy-{v}-py3-none-any.whl").write_bytes(b"")
+    monkeypatch.setattr(Prober, "_run_test", _fake_truth(toy, 7, set()))
+    monkeypatch.setenv("SEAMS_BISECT_CACHE", str(tmp_path / "cache"))
+    rc = main(["bisect", CASE, "--package", "seamtoy", "--good", "0.9.0", "--bad", "1.1.0", "--index-url",
+               wheels.parent.as_uri(), "--to-commit", "--repo", str(toy.path),
+               "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "first bad: seamtoy 1.1.0; last good: seamtoy 1.0.0" in out
+    assert "going on into the commits between seamtoy 1.0.0 and 1.1.0" in err
+    assert f"first bad commit: {toy.regression}" in out
 
 
 @pytest.mark.parametrize("args, why", [

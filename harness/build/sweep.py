@@ -177,8 +177,9 @@ def add_sweep_args(p) -> None:
     g.add_argument("--sweep", action="append", metavar="SPEC",
                    help="a cell per release on the index: 'jax>=0.4.38,<=0.10.2', 'torch_xla>=2.5,<2.10', "
                         "'torchax>=0.0.4' (repeatable; --matrix also takes sweep files, matrices/sweeps/*.yaml)")
-    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER",
-                   help="with --sweep: hold another package at a version in every swept cell (repeatable)")
+    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER|PKG=PATH[@REF]",
+                   help="PKG==VER with --sweep: hold another package at a version in every swept cell; PKG=PATH[@REF] "
+                        "or PKG=FILE.whl with run: take PKG from that source (repeatable)")
     g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
                    help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
     g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")

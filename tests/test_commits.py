@@ -145,11 +145,13 @@ def test_to_commit_goes_on_from_the_releases_into_their_commits(tmp_path, monkey
     monkeypatch.setenv("SEAMS_BISECT_CACHE", str(tmp_path / "cache"))
     rc = main(["bisect", CASE, "--package", "seamtoy", "--good", "0.9.0", "--bad", "1.1.0", "--index-url",
                wheels.parent.as_uri(), "--to-commit", "--repo", str(toy.path),
-               "--out", str(tmp_path / "out")])
+               "--out", str(tmp_path / "out"), "--markdown", str(tmp_path / "b.md")])
     out, err = capsys.readouterr()
     assert rc == 0 and "first bad: seamtoy 1.1.0; last good: seamtoy 1.0.0" in out
     assert "going on into the commits between seamtoy 1.0.0 and 1.1.0" in err
     assert f"first bad commit: {toy.regression}" in out
+    md = (tmp_path / "b.md").read_text()  # what news files: the releases, then the commit
+    assert md.index("first bad: seamtoy 1.1.0") < md.index(f"first bad commit: {toy.regression}")
 
 
 @pytest.mark.parametrize("args, why", [
@@ -243,3 +245,13 @@ def test_run_with_a_dirty_tree_names_it_and_a_tree_that_does_not_build_is_an_env
     end = [json.loads(x) for x in (tmp_path / "o2" / "results" / "toy-cpu.jsonl").read_text().splitlines()][-1]
     assert end["status"] == "env-error" and "uv" in end["reason"], end
     assert not [p for p in envs.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_news_goes_on_into_commits_where_a_repository_is_configured():
+    from harness.nightly.filing import commit_args
+
+    assert commit_args("jax", {}) == []
+    assert commit_args("jax", {"SEAMS_REPO_JAX": "/src/jax"}) == ["--to-commit", "--repo", "/src/jax"]
+    assert commit_args("torchax", {"SEAMS_REPO_TORCHAX": "https://github.com/pytorch/xla", "SEAMS_SUBDIR_TORCHAX": "torchax"}) == [
+        "--to-commit", "--repo", "https://github.com/pytorch/xla", "--subdir", "torchax"]
+    assert commit_args("torch-xla", {"SEAMS_REPO_TORCH_XLA": "/src/xla"}) == []  # not pure Python

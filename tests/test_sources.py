@@ -245,3 +245,11 @@ def test_run_rejects_bad_sources_in_one_line(toy, tmp_path):
                                "--no-report", *extra], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and why in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
         assert not (tmp_path / "o" / "results").exists() or not list((tmp_path / "o" / "results").iterdir())
+
+
+def test_a_resolved_cell_travels_to_a_j_worker_whole(toy):
+    from harness.run.parallel import cell_from_json, cell_to_json
+
+    cell = resolve_cell(_cell(sources={"seamtoy": {"kind": "git", "location": str(toy.path), "ref": "HEAD"}}))
+    back = cell_from_json(cell_to_json(cell))
+    assert back == cell and back.key() == cell.key()

@@ -183,12 +183,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         args.markdown.write_text(md)
     if args.to_commit and summary.get("first_bad"):
         log(f"going on into the commits between {package} {summary['last_good']} and {summary['first_bad']}")
-        return _cmd_commits(args, summary["last_good"], summary["first_bad"])
+        return _cmd_commits(args, summary["last_good"], summary["first_bad"], append=True)
     return 0 if summary.get("first_bad") else 1
 
 
-def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str) -> int:
-    """`bisect --commits`: the first bad commit between two refs of --repo."""
+def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: bool = False) -> int:
+    """`bisect --commits`: the first bad commit between two refs of --repo (append: after the release
+    bisection's report in --markdown, for --to-commit)."""
     from harness.bisect.commits import bisect_commits, render_commits
     from harness.build.sources import parse_pair
     from harness.safeio import check_writable
@@ -207,7 +208,7 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str) -> int:
     md = render_commits(summary, answers, commits, markdown=True)
     (args.out / "bisect-commits.md").write_text(md)
     if args.markdown:
-        args.markdown.write_text(md)
+        args.markdown.write_text((args.markdown.read_text() + "\n" if append and args.markdown.exists() else "") + md)
     return 0 if summary.get("first_bad") else 1
 
 

@@ -37,6 +37,7 @@ class Commit:
     subject: str
     date: str
     pr: str | None = None
+    url: str | None = None  # the commit on GitHub, where the repository is there
 
     @property
     def short(self) -> str:
@@ -85,6 +86,10 @@ def first_parent(repo: Path, good: str, bad: str, github: str | None = None) -> 
                         "(to find where something got fixed, add --regress pass)")
     fmt = "%H%x1f%s%x1f%cI%x1f%B%x1e"
     log = _git(repo, "log", "--first-parent", f"--format={fmt}", f"{good}..{bad}").stdout
+    if github is None:  # a mirror without an origin: Copybara's review links name the repository
+        recent = log + _git(repo, "log", "--first-parent", "-n", "500", "--format=%B", bad).stdout
+        m = re.search(r"^COPYBARA_INTEGRATE_REVIEW=https://github\.com/([\w.-]+/[\w.-]+)/pull/", recent, re.M)
+        github = f"https://github.com/{m.group(1)}" if m else None
     commits = [_commit(rec, github) for rec in log.split("\x1e") if rec.strip()]
     commits.reverse()
     head = _git(repo, "log", "-1", f"--format={fmt}", good).stdout.split("\x1e")[0]
@@ -95,7 +100,7 @@ def first_parent(repo: Path, good: str, bad: str, github: str | None = None) -> 
 
 def _commit(rec: str, github: str | None) -> Commit:
     sha, subject, date, body = rec.strip("\n").split("\x1f", 3)
-    return Commit(sha, subject, date, pr_link(body, github))
+    return Commit(sha, subject, date, pr_link(body, github), f"{github}/commit/{sha}" if github else None)
 
 
 class CommitProber(Prober):
@@ -142,7 +147,8 @@ def render_commits(summary: dict[str, Any], answers: list[Answer], commits: dict
     for label, key in (("first bad", "first_bad"), ("last good", "last_good")):
         c = commits.get(summary.get(key) or "")
         if c is not None:
-            out.append(f"{'- ' if markdown else '  '}{label}: {c.sha} {c.date} {c.subject}" + (f" ({c.pr})" if c.pr else ""))
+            links = ", ".join(x for x in (c.pr, c.url) if x)
+            out.append(f"{'- ' if markdown else '  '}{label}: {c.sha} {c.date} {c.subject}" + (f" ({links})" if links else ""))
     pairing = summary.get("pairing")
     if pairing:
         out.append(f"{'- ' if markdown else '  '}binary pairing: {pairing}")

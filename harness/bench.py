@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness.run.cellrun import REPO
+from harness.paths import REPO
 from harness.errors import UserError
 
 SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist")

@@ -246,7 +246,7 @@ def bench_startup(repeat: int) -> dict:
     argvs = {"python -c pass": [sys.executable, "-c", "pass"],
              "harness --help": [sys.executable, "-m", "harness", "--help"],
              **{f"harness {c} --help": [sys.executable, "-m", "harness", c, "--help"]
-                for c in ("run", "report", "bisect", "file-news")}}
+                for c in ("run", "report", "bisect", "news")}}
     out = {name: _stats([_timed(lambda a=argv: _run(a)) for _ in range(max(repeat, 5))]) for name, argv in argvs.items()}
     out["targets"] = {"--help <= 0.3 s": out["harness --help"]["median"] <= 0.3}
     return out

@@ -253,3 +253,16 @@ def test_a_resolved_cell_travels_to_a_j_worker_whole(toy):
     cell = resolve_cell(_cell(sources={"seamtoy": {"kind": "git", "location": str(toy.path), "ref": "HEAD"}}))
     back = cell_from_json(cell_to_json(cell))
     assert back == cell and back.key() == cell.key()
+
+
+def test_the_report_names_a_cells_sources(tmp_path):
+    """CellStart's sources reach report.json and report.md; a tampered record is ignored, never a crash."""
+    from harness.judge.results import _sources
+
+    rec = {"jax": {"kind": "git", "location": "/src/jax", "sha": "75e4279e32b045e6448f6fc752085f2b8618f7b3",
+                   "dirty": False},
+           "seamtoy": {"kind": "path", "location": "/w", "sha": "a" * 40, "dirty": True, "content_hash": "b" * 64},
+           "flax": {"kind": "wheel", "location": "/d/flax.whl", "content_hash": "c" * 64}, "bad": "not a dict"}
+    assert _sources(rec) == {"jax": "/src/jax@75e4279e32b0", "seamtoy": "/w@aaaaaaaaaaaa (dirty)",
+                             "flax": "/d/flax.whl sha256:cccccccccccc"}
+    assert _sources(["x"]) == {} and _sources(None) == {}

@@ -74,6 +74,7 @@ class CellResults:
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
+    sources: dict[str, str] = field(default_factory=dict)  # package -> where it was built from (harness.build.sources)
     collected_ids: list[str] | None = None  # what the first pytest of the cell collected
     selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
 
@@ -203,7 +204,8 @@ def read_results(path: Path) -> CellResults:
                               install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
                               started_at=rec.get("started_at", ""),
                               floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
-                              if isinstance(rec.get("floating"), dict) else {})
+                              if isinstance(rec.get("floating"), dict) else {},
+                              sources=_sources(rec.get("sources")))
             continue
         if kind == "CellStart":
             raise UserError(f"{path}:{i}: a second CellStart: two runs were written into one file")
@@ -341,3 +343,18 @@ def read_many(paths: Iterable[Path]) -> tuple[list[CellResults], list[str]]:
         except UserError as exc:
             errors.append(str(exc))
     return cells, errors
+
+
+def _sources(raw: Any) -> dict[str, str]:
+    """CellStart's resolved sources as one line each: 'REPO@SHA12', '+ dirty', or a content hash."""
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for pkg, src in raw.items():
+        if not isinstance(src, dict):
+            continue
+        where = str(src.get("location", "?")) + (f"/{src['subdir']}" if src.get("subdir") else "")
+        sha, digest = str(src.get("sha") or ""), str(src.get("content_hash") or "")
+        label = f"{where}@{sha[:12]}" if sha else f"{where} sha256:{digest[:12]}"
+        out[str(pkg)] = label + (" (dirty)" if src.get("dirty") is True else "")
+    return out

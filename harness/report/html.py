@@ -70,7 +70,8 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
         "verdicts": list(VERDICTS), "raws": list(RAWS),
         "cells": [{k: c[k] for k in ("cell", "device", "status", "reason", "verdict", "pins", "install_line",
                                      "versions", "devices", "python", "platform", "run_env", "counts",
-                                     "stale_expectations", "expectation")} | {"floating": c.get("floating") or {}}
+                                     "stale_expectations", "expectation")} | {"floating": c.get("floating") or {},
+                                                                     "sources": c.get("sources") or {}}
                   for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],
         "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items,

@@ -89,8 +89,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     for c in report["cells"]:
         versions = c["versions"] or c["pins"]
         floating = c.get("floating") or {}  # resolved from latest / nightly: say so beside the version
-        shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "") for k, v in versions.items()
-                                  if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu")))
+        built = c.get("sources") or {}  # built from a wheel, tree or commit: name it beside the version
+        versions = {**versions, **{k: c["pins"].get(k, "?") for k in built if k not in versions}}
+        shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "")
+                                  + (f" (from {built[k]})" if k in built else "") for k, v in versions.items()
+                                  if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu") or k in built))
         verdicts = ", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())) or (c["reason"] or "")
         out.append(f"| {md_text(c['cell'])} | {md_text(c['device'])} | {shown} | {md_text(c['status'])} | {md_text(verdicts)} |")
     failing = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)

@@ -73,6 +73,8 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
+  SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
+  SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
@@ -80,6 +82,7 @@ examples:
   tox -e jax060-cpu -- -k shard_map                         # the same under tox
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
   python -m harness run --cell jax060-cpu --xdist 0         # one pytest process, cases one by one
+  python -m harness run --build-only --matrix matrices/accelerators.yaml   # prove every gpu/tpu recipe, run nothing
 """
 
 
@@ -111,6 +114,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "process. 0 = one pytest process per cell. A number N on gpu/tpu gives each worker one "
                         "chip. Crashes and timeouts are still recorded per test")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
+    p.add_argument("--build-only", action="store_true",
+                   help="build and verify each cell's env (pins installed and importable at their versions, and "
+                        "the device's runtime: libtpu, jax's CUDA plugin), on any machine and whatever the device; "
+                        "run no tests. The report shows each cell as 'env verified, not run: ...'; a recipe that "
+                        "does not resolve is the cell's env-error with uv's reason")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
     p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
     p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
@@ -289,7 +297,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out,
                                             expectations=args.expectations, timeout=args.timeout,
                                             verbose=args.verbose, pytest_args=args.pytest_args,
-                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist)
+                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist,
+                                            build_only=args.build_only)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
             return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
@@ -333,14 +342,15 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-prefetch")
     try:
         ready = {cell.name: pool.submit(_prepare, cell, progress) for cell in cells
-                 if available(cell.device)[0]}
+                 if args.build_only or available(cell.device)[0]}
         for i, cell in enumerate(cells, 1):
             progress.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
             fut = ready.get(cell.name)
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
                            expectations=args.expectations, timeout_s=args.timeout, progress=progress,
-                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()))
+                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()),
+                           build_only=args.build_only)
             files.append(run.results)
             runs.append(run)
     finally:

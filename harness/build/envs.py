@@ -30,6 +30,7 @@ from filelock import FileLock
 
 from harness import lifeline
 from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
+from harness.build.devices import runtime_packages
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -122,7 +123,11 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
     from packaging.version import Version
 
     env = {**os.environ, **cell.run_env()}
-    proc = _run([str(python), "-c", _VERIFY, json.dumps(cell.pins), json.dumps(IMPORT_NAMES)], env, 600,
+    # The device's runtime (libtpu, jax's CUDA plugin) is checked too: installed and importable, any
+    # version (the recipe's extra chose it). Importing it starts no device, so this holds anywhere.
+    runtime = runtime_packages(cell.device, list(cell.pins))
+    wanted = {**{d: None for d in runtime}, **cell.pins}
+    proc = _run([str(python), "-c", _VERIFY, json.dumps(wanted), json.dumps({**IMPORT_NAMES, **runtime})], env, 600,
                 f"the version check of {cell.name}")
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
@@ -131,8 +136,9 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
     versions: dict[str, str] = {}
     for dist, rec in report.items():
         if "error" in rec:
-            raise EnvError(f"{dist}=={rec['pinned']}: {rec['error']}")
-        for key in ("dist", "reported"):
+            what = f"{dist}=={rec['pinned']}" if rec["pinned"] is not None else f"{dist} ({cell.device} runtime)"
+            raise EnvError(f"{what}: {rec['error']}")
+        for key in ("dist", "reported") if rec["pinned"] is not None else ():
             got = rec.get(key)
             if got is not None and Version(got).public != Version(rec["pinned"]).public:
                 raise EnvError(f"{dist}: pinned {rec['pinned']} but {'installed' if key == 'dist' else 'import reports'} {got}")

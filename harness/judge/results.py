@@ -74,10 +74,12 @@ class CellResults:
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
+    env_verified: dict[str, str] = field(default_factory=dict)  # --build-only: what the env check found installed
 
     def versions(self) -> dict[str, str]:
-        """Installed versions as the run reported them, else the pins (env-error cells)."""
-        return dict(self.run_info.get("versions") or self.pins)
+        """Installed versions as the run reported them, else as the env check found them (--build-only),
+        else the pins (env-error cells)."""
+        return dict(self.run_info.get("versions") or self.env_verified or self.pins)
 
 
 @lru_cache(maxsize=1)
@@ -254,6 +256,9 @@ def read_results(path: Path) -> CellResults:
             res.status, res.reason = "env-error", rec["reason"]
         elif kind == "CellSkipped":
             res.status, res.reason = "skipped", rec["reason"]
+        elif kind == "EnvVerified":  # --build-only: the env was built and checked, no test ran
+            res.status, res.reason = "skipped", rec["reason"]
+            res.env_verified = {str(k): str(v) for k, v in (rec.get("versions") or {}).items()}
         elif kind == "StaleExpectation":
             res.stale.append(rec)
         elif kind == "CellEnd":

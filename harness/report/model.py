@@ -18,7 +18,7 @@ def cell_summary(cell: CellResults) -> dict[str, Any]:
     info = cell.run_info
     return {"cell": cell.cell, "device": cell.device, "pins": cell.pins, "install_line": cell.install_line,
             "env": cell.env, "status": cell.status, "reason": cell.reason, "verdict": cell.verdict,
-            "expectation": cell.expectation, "versions": info.get("versions") or {},
+            "expectation": cell.expectation, "versions": info.get("versions") or cell.env_verified or {},
             "devices": info.get("devices") or {}, "python": info.get("python", ""),
             "platform": info.get("platform", ""), "run_env": info.get("env") or {},
             "results_file": str(cell.path), "started_at": cell.started_at, "duration_s": cell.duration_s,

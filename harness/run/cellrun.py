@@ -31,10 +31,11 @@ from filelock import FileLock, Timeout
 
 from harness import __version__, lifeline
 from harness.build.cell import Cell
-from harness.build.devices import available
-from harness.build.envs import Env, EnvError, ensure_env
+from harness.build.devices import available, not_run_reason
+from harness.build.envs import Env, EnvError, ensure_env, verify
 from harness.errors import UserError
 from harness.incell.resultsfile import Tail, append_record, file_tail, signal_name
+from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
 from harness.paths import REPO
@@ -194,14 +195,19 @@ def run_cell(
     collect_timeout_s: int | None = None,
     exit_timeout_s: int | None = None,
     xdist: int = 0,
+    build_only: bool = False,
+    backend_timeout_s: int | None = None,
 ) -> CellRun:
     """Build the cell's env and run pytest in it, writing every result to `results` as it happens.
 
     env_provider lets a caller hand over an env it is already building in the background
     (`harness run` prepares the next cell's env while the current one runs its tests).
     xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.run.workers).
+    build_only: build and verify the env (whatever the device), record `EnvVerified`, run nothing.
+    backend_timeout_s: the gpu/tpu backend-start probe's deadline (harness.run.backend).
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
+    backend_s = backend_timeout(backend_timeout_s)
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(results) + ".lock")
@@ -211,14 +217,16 @@ def run_cell(
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
         return _run_locked(cell, results, pytest_args, expectations, timeout_s or cell.timeout_s, phases,
-                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist)
+                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist,
+                           build_only, backend_s)
     finally:
         lock.release()
 
 
 def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
                 timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
-                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int) -> CellRun:
+                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int,
+                build_only: bool = False, backend_s: int = 30) -> CellRun:
     start = time.monotonic()
     # A re-run replaces the cell's previous results; write to a fresh file then move it into place
     # only as the first record lands, so a reader never sees a half-replaced file.
@@ -241,7 +249,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
 
     try:
         return _run_started(cell, results, pytest_args, expectations, timeout_s, phases, progress, log_dir,
-                            extra_env, env_provider, run, end, xdist)
+                            extra_env, env_provider, run, end, xdist, build_only, backend_s)
     except BaseException as exc:
         # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
         # signal handler and the finally blocks kill it); close the file saying why, then unwind.
@@ -257,10 +265,11 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
 def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
                  timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
                  extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
-                 run: CellRun, end: Callable[..., CellRun], xdist: int) -> CellRun:
+                 run: CellRun, end: Callable[..., CellRun], xdist: int, build_only: bool = False,
+                 backend_s: int = 30) -> CellRun:
     collect_s, exit_s = phases
     ok, why = available(cell.device)
-    if not ok:
+    if not ok and not build_only:
         append_record(results, {"$report_type": "CellSkipped", "cell": cell.name, "reason": why})
         return end("skipped", why)
 
@@ -273,6 +282,29 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
         return end("env-error", exc.reason)
     run.env_reused, run.env_s = env.reused, env.build_s
     progress(cell.name, {"event": "env-ready", "reused": env.reused, "seconds": env.build_s})
+    if build_only:  # the recipe is proved (installed, imported, versions checked); nothing runs
+        if env.reused:  # checked again now: "verified" means by this run, runtime packages included
+            try:
+                verify(env.python, cell)
+            except EnvError as exc:
+                append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                                        "log_tail": exc.log_tail})
+                return end("env-error", exc.reason)
+        reason = f"env verified, not run: {not_run_reason(cell.device, why)}"
+        append_record(results, {"$report_type": "EnvVerified", "cell": cell.name, "reason": reason,
+                                "versions": env.versions, "reused": env.reused,
+                                "build_s": round(env.build_s, 3)})
+        return end("skipped", reason)
+    if needs_probe(cell):
+        progress(cell.name, {"event": "env", "message": f"starting the {cell.device} backend"})
+        try:
+            started = probe(env.python, cell, extra_env, backend_s)
+        except BackendDown as exc:
+            append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                                    "log_tail": exc.log})
+            return end("env-error", exc.reason)
+        progress(cell.name, {"event": "env", "message": f"{cell.device} backend started in {started.seconds:.1f} s: "
+                                                        f"{started.count} x {', '.join(started.kinds)}"})
 
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{cell.name}.log"

@@ -243,3 +243,34 @@ def test_a_claimed_device_whose_backend_hangs_is_the_cells_env_error_and_pytest_
     res = read_results(got.results)
     apply_expectations([res], [])
     assert (res.verdict, res.reason) == ("env-error", got.reason)
+
+
+# --- device scoping of expectations ---------------------------------------------------------------
+
+def test_every_known_issue_says_which_devices_it_applies_to():
+    """A failure seen on CPU must not silently become the expectation on a TPU: each known issue
+    names its devices ([cpu] for XLA:CPU behaviour, all three for a cause in Python code)."""
+    from harness.judge.expectations import DEFAULT_PATH, load_expectations
+
+    for exp in load_expectations(DEFAULT_PATH):
+        assert exp.devices, f"{exp.source}: {exp.id} has no `devices:`; write where it applies, e.g. [cpu]"
+
+
+def test_cpu_only_behaviours_do_not_follow_a_cell_onto_an_accelerator():
+    from harness.judge.expectations import DEFAULT_PATH, find_expectation, load_expectations
+
+    exps = load_expectations(DEFAULT_PATH)
+    nodeid = "suites/compute_on/test_properties.py::test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement"
+    assert find_expectation(exps, nodeid, {"jax": "0.6.0"}, "cpu") is not None
+    for device in ("gpu", "tpu"):
+        assert find_expectation(exps, nodeid, {"jax": "0.6.0"}, device) is None
+
+
+@pytest.mark.parametrize("pins,want", [
+    ({"jax": "0.6.0", "jaxlib": "0.6.0"}, "jax[tpu]==0.6.0"),
+    ({"torch": "2.9.0", "torch_xla": "2.9.0", "jax": "0.7.1"}, "jax==0.7.1"),
+])
+def test_a_torch_xla_tpu_cell_takes_libtpu_from_torch_xla_not_from_jax(pins, want):
+    reqs = Cell(name="x-tpu", device="tpu", pins=pins).requirements()
+    assert want in reqs
+    assert ("torch_xla[tpu]==2.9.0" in reqs) == ("torch_xla" in pins)

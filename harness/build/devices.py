@@ -15,6 +15,20 @@ EXTRAS = {
     "gpu": {"jax": "cuda12"},
     "tpu": {"jax": "tpu", "torch-xla": "tpu"},
 }
+def device_extra(device: str, pkg: str, pinned: list[str]) -> str | None:
+    """The extra that gives `pkg` its build for `device`, for a cell pinning `pinned`.
+
+    A torch_xla cell on TPU takes libtpu from torch_xla's `tpu` extra, and jax plain (as torch_xla's
+    own `pallas` extra pins it): jax's `tpu` extra pins another libtpu (jax[tpu] 0.7.1 wants libtpu
+    0.0.20.*, torch-xla[tpu] 2.9.0 libtpu 0.0.21), so asking for both does not resolve.
+    """
+    names = {p.replace("_", "-").lower() for p in pinned}
+    key = pkg.replace("_", "-").lower()
+    if device == "tpu" and key == "jax" and "torch-xla" in names:
+        return None
+    return EXTRAS.get(device, {}).get(key)
+
+
 # The runtime each accelerator recipe must bring in beside the pins (dist -> module to import): the
 # env check proves these installed and importable. Importing them loads no device: libtpu is a
 # Python wrapper around libtpu.so; jax's CUDA plugin is the PJRT plugin (jax_plugins.xla_cuda12,

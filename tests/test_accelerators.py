@@ -86,13 +86,18 @@ def test_build_only_checks_a_reused_env_again(tmp_path, monkeypatch, no_claim):
 
     def fake_verify(python, cell):
         seen.append(cell.name)
-        raise EnvError("libtpu (tpu runtime): not installed: No package metadata was found for libtpu")
+        if cell.name == "jax060-tpu":
+            raise EnvError("libtpu (tpu runtime): not installed: No package metadata was found for libtpu")
+        return {"jax": "0.6.0", "jaxlib": "0.6.0", "jax-cuda12-pjrt": "0.6.0"}
 
     monkeypatch.setattr("harness.run.cellrun.verify", fake_verify)
     got = run_cell(ACCEL.cell("jax060-tpu"), tmp_path / "c.jsonl", build_only=True,
                    env_provider=lambda _c, _l: _env(reused=True))
     assert seen == ["jax060-tpu"]
     assert got.status == "env-error" and "libtpu (tpu runtime)" in got.reason
+    got = run_cell(ACCEL.cell("jax060-gpu"), tmp_path / "g.jsonl", build_only=True,
+                   env_provider=lambda _c, _l: _env(reused=True))
+    assert _records(got.results)[1]["versions"]["jax-cuda12-pjrt"] == "0.6.0", "what this run's check found"
 
 
 @pytest.mark.parametrize("device,pinned,want", [

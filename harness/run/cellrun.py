@@ -283,16 +283,17 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     run.env_reused, run.env_s = env.reused, env.build_s
     progress(cell.name, {"event": "env-ready", "reused": env.reused, "seconds": env.build_s})
     if build_only:  # the recipe is proved (installed, imported, versions checked); nothing runs
+        versions = env.versions
         if env.reused:  # checked again now: "verified" means by this run, runtime packages included
             try:
-                verify(env.python, cell)
+                versions = verify(env.python, cell)
             except EnvError as exc:
                 append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
                                         "log_tail": exc.log_tail})
                 return end("env-error", exc.reason)
         reason = f"env verified, not run: {not_run_reason(cell.device, why)}"
         append_record(results, {"$report_type": "EnvVerified", "cell": cell.name, "reason": reason,
-                                "versions": env.versions, "reused": env.reused,
+                                "versions": versions, "reused": env.reused,
                                 "build_s": round(env.build_s, 3)})
         return end("skipped", reason)
     if needs_probe(cell):

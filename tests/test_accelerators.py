@@ -279,3 +279,22 @@ def test_a_torch_xla_tpu_cell_takes_libtpu_from_torch_xla_not_from_jax(pins, wan
     reqs = Cell(name="x-tpu", device="tpu", pins=pins).requirements()
     assert want in reqs
     assert ("torch_xla[tpu]==2.9.0" in reqs) == ("torch_xla" in pins)
+
+
+def test_the_nightly_proves_every_accelerator_recipe_on_a_cpu_runner():
+    import yaml
+
+    doc = yaml.safe_load((Path(__file__).resolve().parent.parent / ".github/workflows/nightly.yml").read_text())
+    job = doc["jobs"]["recipe"]
+    assert job["runs-on"] == "ubuntu-latest" and job["needs"] == "expand"
+    runs = [s for s in job["steps"] if "run" in s and "harness run" in s["run"]]
+    assert len(runs) == 1 and "--build-only --matrix matrices/accelerators.yaml" in runs[0]["run"]
+    assert "${{" not in runs[0]["run"], "matrix values reach the shell only through env"
+    assert "recipe_cells" in doc["jobs"]["expand"]["outputs"]
+
+
+def test_a_parallel_worker_gets_build_only_too(tmp_path):
+    from harness.run.parallel import _worker_argv
+
+    argv = _worker_argv(ACCEL.cell("jax060-tpu"), tmp_path, tmp_path / "k", None, False, [], 0, True)
+    assert "--build-only" in argv and argv.index("--build-only") < argv.index("--")

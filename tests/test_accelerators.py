@@ -155,14 +155,28 @@ _FAKE_JAX = {
     "abort": "import os, signal, sys\nsys.stderr.write('F0000 tpu_driver.cc:1] Check failed: chips claimed\\n')\n"
              "sys.stderr.flush()\nos.kill(os.getpid(), signal.SIGABRT)\n",
     "import-error": "raise ImportError('libtpu.so: cannot open shared object file')\n",
+    "silent-exit": "import os\nos._exit(0)\n",
+    "flood-then-hang": "import sys, time\ndef devices(p):\n    for _ in range(200000):\n"
+                       "        sys.stderr.write('W0000 retrying the metadata server ' + 'x' * 200 + '\\n')\n"
+                       "    time.sleep(600)\n",
+}
+# A fake torch_xla for cells without jax: what its runtime reports.
+_FAKE_XR = {
+    "xla-ok": "def device_type():\n    return 'TPU'\ndef global_runtime_device_count():\n    return 4\n",
+    "xla-cpu": "def device_type():\n    return 'CPU'\ndef global_runtime_device_count():\n    return 1\n",
 }
 
 
 def _fake_python(tmp_path: Path, behaviour: str, ignore_deadline: bool = False) -> Path:
     """An interpreter whose `jax` is the fake one (the probe drops PYTHONPATH, so a wrapper sets it)."""
     site = tmp_path / "site"
-    (site / "jax").mkdir(parents=True)
-    (site / "jax" / "__init__.py").write_text(_FAKE_JAX[behaviour])
+    if behaviour in _FAKE_XR:
+        (site / "torch_xla").mkdir(parents=True)
+        (site / "torch_xla" / "__init__.py").write_text("")
+        (site / "torch_xla" / "runtime.py").write_text(_FAKE_XR[behaviour])
+    else:
+        (site / "jax").mkdir(parents=True)
+        (site / "jax" / "__init__.py").write_text(_FAKE_JAX[behaviour])
     exe = tmp_path / "bin" / "python"
     exe.parent.mkdir()
     body = "exec sleep 600" if ignore_deadline else f'PYTHONPATH={site} exec {sys.executable} "$@"'
@@ -192,6 +206,32 @@ def test_a_backend_that_fails_is_one_line_with_the_runtimes_reason(tmp_path, beh
     with pytest.raises(BackendDown) as exc:
         probe(_fake_python(tmp_path, behaviour), cell, {}, 20)
     assert exc.value.reason == want and "\n" not in exc.value.reason
+
+
+XLA_TPU = Cell(name="x-tpu", device="tpu", pins={"torch": "2.9.0", "torch_xla": "2.9.0"})
+
+
+def test_a_cell_without_jax_asks_torch_xlas_runtime(tmp_path):
+    got = probe(_fake_python(tmp_path, "xla-ok"), XLA_TPU, {}, 20)
+    assert (got.count, got.kinds) == (4, ("TPU",))
+
+
+def test_torch_xla_falling_back_to_another_device_is_a_backend_that_did_not_start(tmp_path):
+    with pytest.raises(BackendDown, match=r"^tpu backend did not start: torch_xla runtime reports CPU with 1 "
+                                          r"devices, not TPU$"):
+        probe(_fake_python(tmp_path, "xla-cpu"), XLA_TPU, {}, 20)
+
+
+def test_a_probe_that_ends_without_answering_says_so(tmp_path):
+    with pytest.raises(BackendDown, match=r"^tpu backend did not start: the probe ended without an answer"):
+        probe(_fake_python(tmp_path, "silent-exit"), TPU, {}, 20)
+
+
+def test_a_runtime_flooding_its_log_while_it_hangs_is_still_one_line_at_the_deadline(tmp_path):
+    with pytest.raises(BackendDown) as exc:
+        probe(_fake_python(tmp_path, "flood-then-hang"), TPU, {}, 3)
+    assert exc.value.reason.startswith("tpu backend did not start: no answer within 3 s (stuck in devices")
+    assert len(exc.value.log) <= 4000
 
 
 def test_a_backend_that_hangs_is_stopped_at_its_deadline_saying_where(tmp_path):

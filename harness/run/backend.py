@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,19 +135,22 @@ def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None =
     child_env.pop("VIRTUAL_ENV", None)
     child_env.pop("PYTHONPATH", None)
     start = time.monotonic()
-    proc = subprocess.Popen(lifeline.wrap(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            errors="replace", env=child_env, stdin=subprocess.DEVNULL, start_new_session=True)
-    lifeline.track(proc)
-    hung = False
-    try:
-        out, err = proc.communicate(timeout=deadline + _GRACE_S)
-    except subprocess.TimeoutExpired:  # even faulthandler could not end it (e.g. stuck in the kernel)
-        hung = True
-        lifeline.kill_group(proc)
-        out, err = proc.communicate()
-    finally:
-        lifeline.kill_group(proc)  # the whole group: nothing it started keeps the chips
-        lifeline.untrack(proc)
+    # Output goes to files, of which only the tails are read: a runtime that floods its log for the
+    # whole deadline costs disk in a temporary file, not the harness's memory.
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        proc = subprocess.Popen(lifeline.wrap(argv), stdout=out_f, stderr=err_f, env=child_env,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        lifeline.track(proc)
+        hung = False
+        try:
+            proc.wait(timeout=deadline + _GRACE_S)
+        except subprocess.TimeoutExpired:  # even faulthandler could not end it (e.g. stuck in the kernel)
+            hung = True
+        finally:
+            lifeline.kill_group(proc)  # the whole group: nothing it started keeps the chips
+            lifeline.untrack(proc)
+            proc.wait()
+        out, err = _tail(out_f), _tail(err_f)
     seconds = time.monotonic() - start
     what = f"{cell.device} backend did not start"
     answer = _answer(out)
@@ -159,8 +163,16 @@ def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None =
         hint = _HANG_HINTS.get(cell.device, "")
         raise BackendDown(f"{what}: no answer within {deadline} s ({_stuck_at(err)}){hint}; raise {TIMEOUT_ENV} "
                           f"to tell slow from hung", log)
-    how = signal_name(proc.returncode) if proc.returncode and proc.returncode < 0 else f"exit {proc.returncode}"
+    if proc.returncode == 0:  # ended normally but never answered (something swallowed the output)
+        raise BackendDown(f"{what}: the probe ended without an answer: {_telling(err)}", log)
+    how = signal_name(proc.returncode) if proc.returncode < 0 else f"exit {proc.returncode}"
     raise BackendDown(f"{what}: the probe died with {how}: {_telling(err)}", log)
+
+
+def _tail(f, size: int = 256 * 1024) -> str:
+    f.seek(0, os.SEEK_END)
+    f.seek(max(0, f.tell() - size))
+    return f.read().decode("utf-8", "replace")
 
 
 def _answer(out: str) -> dict | None:

@@ -234,6 +234,9 @@ def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
+    if getattr(args, "build_only", False) and args.pytest_args:
+        raise UserError(f"--build-only runs no tests, so pytest arguments make no sense with it: "
+                        f"{' '.join(args.pytest_args)!r}; drop them or drop --build-only")
     _env_option(args, "timeout", "SEAMS_TIMEOUT")
     _env_option(args, "jobs", "SEAMS_JOBS")
     if args.xdist is None:

@@ -338,3 +338,13 @@ def test_a_parallel_worker_gets_build_only_too(tmp_path):
 
     argv = _worker_argv(ACCEL.cell("jax060-tpu"), tmp_path, tmp_path / "k", None, False, [], 0, True)
     assert "--build-only" in argv and argv.index("--build-only") < argv.index("--")
+
+
+def test_build_only_with_pytest_arguments_is_one_line_of_bad_input(tmp_path):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--build-only", "--cell", "jax060-cpu",
+                           "--out", str(tmp_path), "--", "-k", "linearize"],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--build-only runs no tests" in proc.stderr
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())

@@ -348,3 +348,59 @@ def test_build_only_with_pytest_arguments_is_one_line_of_bad_input(tmp_path):
                           cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--build-only runs no tests" in proc.stderr
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())
+
+
+# --- the env check of the device's runtime (a fake site-packages, the real check script) -----------
+
+def _fake_site_python(tmp_path: Path, dists: dict[str, tuple[str, str]]) -> Path:
+    """An interpreter whose site holds `dists`: name -> (version, module source or '' for no module)."""
+    site = tmp_path / "site"
+    for name, (version, source) in dists.items():
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        if source:
+            mod = site / name.replace("-", "_")
+            mod.mkdir()
+            (mod / "__init__.py").write_text(source)
+    exe = tmp_path / "bin" / "python"
+    exe.parent.mkdir()
+    exe.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return exe
+
+
+JAX = {"jax": ("0.6.0", "__version__ = '0.6.0'\n")}
+
+
+@pytest.mark.parametrize("libtpu,want", [
+    (None, r"^libtpu \(tpu runtime\): not installed"),
+    (("0.0.13", "raise OSError('libtpu.so: cannot open shared object file')\n"),
+     r"^libtpu \(tpu runtime\): import libtpu failed: OSError: libtpu.so: cannot open shared object file$"),
+])
+def test_an_env_without_a_working_device_runtime_is_an_env_error(tmp_path, libtpu, want):
+    from harness.build.envs import verify
+
+    python = _fake_site_python(tmp_path, {**JAX, **({"libtpu": libtpu} if libtpu else {})})
+    with pytest.raises(EnvError, match=want):
+        verify(python, Cell(name="t-tpu", device="tpu", pins={"jax": "0.6.0"}))
+
+
+def test_a_gpu_env_without_jaxs_cuda_plugin_is_an_env_error(tmp_path):
+    from harness.build.envs import verify
+
+    python = _fake_site_python(tmp_path, {**JAX, "jax-cuda12-plugin": ("0.6.0", "")})
+    with pytest.raises(EnvError, match=r"^jax-cuda12-pjrt \(gpu runtime\): not installed"):
+        verify(python, Cell(name="g-gpu", device="gpu", pins={"jax": "0.6.0"}))
+
+
+def test_an_env_with_its_runtime_reports_the_runtimes_version(tmp_path):
+    from harness.build.envs import verify
+
+    python = _fake_site_python(tmp_path, {**JAX, "libtpu": ("0.0.13", "")})
+    (tmp_path / "site" / "libtpu").mkdir()
+    (tmp_path / "site" / "libtpu" / "__init__.py").write_text("")
+    got = verify(python, Cell(name="t-tpu", device="tpu", pins={"jax": "0.6.0"}))
+    assert got == {"libtpu": "0.0.13", "jax": "0.6.0"}
+    # the same env is fine for a cpu cell: no runtime is asked of it
+    assert verify(python, Cell(name="t-cpu", device="cpu", pins={"jax": "0.6.0"})) == {"jax": "0.6.0"}

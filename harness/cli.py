@@ -78,6 +78,7 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
   SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
   SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)
+  SEAMS_WITH='PKG=PATH[@REF] ...'  sources swapped into the cells, as --with PKG=PATH[@REF] (for tox)
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
@@ -86,6 +87,8 @@ examples:
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
   python -m harness run --cell jax060-cpu --xdist 0         # one pytest process, cases one by one
   python -m harness run --build-only --matrix matrices/accelerators.yaml   # prove every gpu/tpu recipe, run nothing
+  python -m harness run --cell jax072-cpu --with jax=../jax # your jax checkout (dirty is fine) on that cell
+  python -m harness run --cell xla29-cpu --with jax=../jax@5f3c2a1   # a commit of it
 """
 
 
@@ -127,6 +130,13 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
     _add_sweep_args(p)
+    g = p.add_argument_group("your own build (see README: Your own build)",
+                             "--with PKG=PATH (a source tree, hashed when dirty), PKG=PATH@REF or PKG=URL@REF (a git "
+                             "ref, exported with git archive), PKG=FILE.whl: take PKG from there in every named cell "
+                             "(repeatable; also $SEAMS_WITH, whitespace-separated, for tox). A jax source is paired "
+                             "with the newest released jaxlib its jax/version.py allows.")
+    g.add_argument("--pair", action="append", default=[], metavar="PKG==VER",
+                   help="with a source: use this binary partner instead of the rule's choice, e.g. jaxlib==0.5.3")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,8 +199,9 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sweep", action="append", metavar="SPEC",
                    help="a cell per release on the index: 'jax>=0.4.38,<=0.10.2', 'torch_xla>=2.5,<2.10', "
                         "'torchax>=0.0.4' (repeatable; --matrix also takes sweep files, matrices/sweeps/*.yaml)")
-    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER",
-                   help="with --sweep: hold another package at a version in every swept cell (repeatable)")
+    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER|PKG=PATH[@REF]",
+                   help="PKG==VER with --sweep: hold another package at a version in every swept cell; PKG=PATH[@REF] "
+                        "or PKG=FILE.whl with run: take PKG from that source (repeatable)")
     g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
                    help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
     g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")
@@ -295,7 +306,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from harness.build.floating import resolve_cells
 
+        from harness.build.sources import apply_with, describe, is_source_with, parse_pair, with_items
+
+        sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
+        args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
+        cells = apply_with(cells, sourced, parse_pair(args.pair))  # sources -> SHA / content hash, jax paired
+        for cell in cells:
+            for pkg, src in cell.sources.items():
+                print(f"{cell.name}: {pkg} {src['pin']} from {describe(src)}"
+                      + (f"; {src['pairing']}" if src.get("pairing") else ""), file=sys.stderr)
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
     from harness.safeio import check_writable

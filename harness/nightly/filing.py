@@ -73,6 +73,19 @@ def bisect_bounds(old: dict[str, Any], new: dict[str, Any], cell: str) -> tuple[
     return None
 
 
+def commit_args(package: str, environ: dict[str, str] | None = None) -> list[str]:
+    """--to-commit --repo R [--subdir S] when a repository is configured for the package that moved
+    ($SEAMS_REPO_JAX, $SEAMS_REPO_TORCHAX with $SEAMS_SUBDIR_TORCHAX, ...): the bisection goes on
+    from the two releases into their commits, so the filed issue names the commit."""
+    env = os.environ if environ is None else environ
+    key = package.upper().replace("-", "_")
+    repo = env.get(f"SEAMS_REPO_{key}", "").strip()
+    if not repo or package in ("torch", "torch-xla", "jaxlib"):  # commits only for pure-Python packages
+        return []
+    subdir = env.get(f"SEAMS_SUBDIR_{key}", "").strip()
+    return ["--to-commit", "--repo", repo] + (["--subdir", subdir] if subdir else [])
+
+
 def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path) -> str:
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
@@ -91,6 +104,7 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
             f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
+    argv += commit_args(pkg)
     # Its own process group, so the budget ends the bisection and every probe it started.
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

@@ -440,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
     try:
+        _check_fault_hook()
         return int(handler(args) or 0)
     except UserError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
@@ -459,6 +460,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _check_fault_hook() -> None:
+    """A malformed SEAMS_FAULT (the anomaly tests' hook, harness.faults) is bad input, not ignored."""
+    from harness import faults
+
+    try:
+        faults.check_env()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _one_line(text: str) -> str:

@@ -22,6 +22,8 @@ import sys
 import threading
 from typing import Sequence
 
+from harness import faults
+
 LIFELINE_ENV = "SEAMS_LIFELINE_FD"
 _PR_SET_PDEATHSIG = 1
 
@@ -96,12 +98,27 @@ def untrack(proc: subprocess.Popen) -> None:
         _live.discard(proc)
 
 
+def _killpg(pgid: int) -> None:
+    """SIGKILL a process group; a refused kill is tried once more (a group already gone is fine)."""
+    for _ in range(2):
+        try:
+            faults.point("kill", pgid)
+            os.killpg(pgid, signal.SIGKILL)
+            return
+        except ProcessLookupError:
+            return
+        except OSError:
+            continue
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the child's process group (it leads one: start_new_session) and reap the child."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _killpg(proc.pid)
+    if proc.poll() is None:  # the group kill was refused twice: the child itself at least
+        try:
+            proc.kill()
+        except OSError:
+            pass
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # unkillable (D state): nothing more a user process can do
@@ -113,10 +130,7 @@ def kill_all() -> None:
     with _live_lock:
         procs = list(_live)
     for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _killpg(proc.pid)
 
 
 def _on_signal(signum: int, _frame: object) -> None:

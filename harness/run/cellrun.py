@@ -29,12 +29,14 @@ from typing import Callable, Sequence
 
 from filelock import FileLock, Timeout
 
-from harness import __version__, lifeline
+from harness import __version__, faults, lifeline
 from harness.build.cell import Cell
 from harness.build.devices import available
 from harness.build.envs import Env, EnvError, ensure_env
 from harness.errors import UserError
-from harness.incell.resultsfile import Tail, append_record, file_tail, signal_name
+from harness.safeio import refuse_special
+from harness.incell.resultsfile import Tail, file_tail, signal_name
+from harness.run.stream import append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
 from harness.paths import REPO
@@ -202,8 +204,11 @@ def run_cell(
     xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.run.workers).
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
-    results = Path(results)
+    expectations = Path(expectations).absolute() if expectations is not None else None
+    results = Path(results).absolute()  # pytest runs in the checkout, not in the caller's folder
+    faults.point("mkdir", results.parent)
     results.parent.mkdir(parents=True, exist_ok=True)
+    refuse_special(results)
     lock = FileLock(str(results) + ".lock")
     try:
         lock.acquire(timeout=0)
@@ -224,10 +229,15 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
     # only as the first record lands, so a reader never sees a half-replaced file.
     tmp = results.with_name(results.name + ".new")
     tmp.unlink(missing_ok=True)
-    append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
-                        **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                        "harness_version": __version__, "timeout_s": timeout_s})
-    os.replace(tmp, results)
+    try:
+        append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
+                            **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                            "harness_version": __version__, "timeout_s": timeout_s})
+        faults.point("rename", results)
+        os.replace(tmp, results)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # the previous results stay as they were
+        raise
     run = CellRun(cell=cell, results=results, status="complete")
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
@@ -274,8 +284,11 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     run.env_reused, run.env_s = env.reused, env.build_s
     progress(cell.name, {"event": "env-ready", "reused": env.reused, "seconds": env.build_s})
 
+    faults.point("mkdir", log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{cell.name}.log"
+    refuse_special(log_path)  # a FIFO there would block the run; a symlink would redirect the log
+    faults.point("open", log_path)
     log_path.write_text("")
     watch = _Watch()
     tail = Tail(results)
@@ -291,8 +304,13 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
         # is only the backstop, so it comes later.
         test_limit = timeout_s + BACKSTOP_S if xdist_mode else timeout_s
         watch.begin_attempt()
-        overdue, rc = _attempt_once(argv, cell, run_env, log_path, tail, watch, (test_limit, collect_s, exit_s),
-                                    progress)
+        try:
+            overdue, rc = _attempt_once(argv, cell, run_env, log_path, tail, watch, (test_limit, collect_s, exit_s),
+                                        progress)
+        except OSError as exc:  # the machine refused the process or its log (EAGAIN, EMFILE): the cell's outcome
+            where = f" ({exc.filename})" if exc.filename else ""
+            stopped = f"could not start pytest: {exc.strerror or exc}{where}"
+            break
         for rec in tail.records():  # whatever landed between the last poll and exit
             watch.feed(rec, progress, cell.name)
         if overdue is not None and overdue[0] == "test":
@@ -384,7 +402,9 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
                  lifeline.LIFELINE_ENV: str(read_fd)}
     child_env.pop("VIRTUAL_ENV", None)
     try:
+        faults.point("open", log_path)
         with open(log_path, "ab") as log:
+            faults.point("spawn", argv[0])
             proc = subprocess.Popen(lifeline.wrap(argv), cwd=REPO, env=child_env, stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, pass_fds=(read_fd,))
@@ -429,6 +449,7 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
         argv += ["--seams-chips", str(xdist)]
     if skip:
         done = results.with_name(results.name + ".done.json")
+        faults.point("open", done)
         done.write_text(json.dumps(list(skip)))
         argv += ["--seams-done", str(done)]
     # Run the suites unless the caller named what to run (a path or node id inside this checkout).

@@ -167,3 +167,42 @@ def test_a_malformed_fault_spec_is_one_line_of_bad_input(harness_cli, monkeypatc
     monkeypatch.setenv(faults.FAULT_ENV, "write:zero")
     rc, err = harness_cli("report", str(tmp_path), "--out", str(tmp_path / "r"))
     assert rc == 2 and err.startswith("error: SEAMS_FAULT='write:zero'") and err.count("\n") == 1
+
+
+def test_pytest_killed_at_every_record_boundary_and_inside_every_record_loses_nothing_finished(
+        harness_cli, tmp_path, monkeypatch):
+    matrix = _matrix(tmp_path)
+    selection = [f"{DRILL}::test_one", f"{DRILL}::test_two", "-p", "tests.drills.killer"]
+
+    def run(name: str) -> tuple[int, str, Path]:
+        out = tmp_path / name
+        rc, err = harness_cli("run", "--matrix", str(matrix), "--out", str(out), "--xdist", "0", "--", *selection)
+        return rc, err, out
+
+    rc, err, out = run("plain")
+    assert rc == 0, err
+    lines = (out / "results" / "tiny-cpu.jsonl").read_text().splitlines()
+    written = len(lines) - 2  # every record but the harness's own CellStart and CellEnd is pytest's
+    assert written >= 10, lines
+    for i in range(written):
+        for part in ("0", "half"):
+            where = f"pytest killed at record {i} ({'boundary' if part == '0' else 'torn'})"
+            monkeypatch.setenv("SEAMS_DRILL_KILL_AT", f"{i}:{part}:{tmp_path / f'killed-{i}-{part}'}")
+            rc, err, out = run(f"k{i}{part}")
+            assert (tmp_path / f"killed-{i}-{part}").exists(), f"{where}: the kill never happened"
+            results = out / "results" / "tiny-cpu.jsonl"
+            assert rc == 1, f"{where}: exit {rc}: {err[-800:]}"
+            assert "Traceback" not in err and "internal error" not in err, f"{where}: {err[-800:]}"
+            res = read_results(results)
+            doc = json.loads((out / "report.json").read_text())
+            assert doc["cells"][0]["status"] == res.status, where
+            crashes = {k: c for k, c in res.cases.items() if c.raw == "crash"}
+            assert len(crashes) == 1 and next(iter(crashes.values())).signal == "SIGKILL", f"{where}: {res.cases}"
+            tests = {k.split("::")[-1]: c.raw for k, c in res.cases.items() if "::" in k}
+            if res.status == "complete":  # the rest ran after the kill: each test passed or was the one killed
+                assert set(tests) == {"test_one", "test_two"} and list(tests.values()).count("pass") >= 1, where
+            else:  # killed before collection ended: said so, nothing claimed
+                assert "collecting" in res.reason and not tests, f"{where}: {res.reason} {tests}"
+            torn = [ln for ln in results.read_bytes().split(b"\n")[:-1] if not ln.startswith(b"{") or not ln.endswith(b"}")]
+            assert not torn, f"{where}: a torn record was kept: {torn}"
+    monkeypatch.delenv("SEAMS_DRILL_KILL_AT")

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -62,6 +63,7 @@ class CellRun:
     env_s: float = 0.0
     outcomes: dict[str, int] = field(default_factory=dict)  # raw outcome -> count
     verdicts: dict[str, int] = field(default_factory=dict)  # in-run verdict -> count
+    left_processes: list[str] = field(default_factory=list)  # command lines the tests left running (killed)
 
 
 @dataclass
@@ -241,10 +243,13 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
     run = CellRun(cell=cell, results=results, status="complete")
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
+        if run.left_processes:  # said in the cell's reason, so every report shows it
+            reason = "; ".join(filter(None, [reason, _left_note(run.left_processes)]))
         run.status, run.reason = status, reason
         run.duration_s = time.monotonic() - start
         append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": status,
-                                "reason": reason, "exitstatus": exitstatus, "duration_s": round(run.duration_s, 3)})
+                                "reason": reason, "exitstatus": exitstatus, "duration_s": round(run.duration_s, 3),
+                                "left_processes": run.left_processes})
         progress(cell.name, {"event": "end", "status": status, "reason": reason, "outcomes": run.outcomes,
                              "verdicts": run.verdicts, "duration_s": run.duration_s})
         return run
@@ -295,7 +300,10 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     skip: list[str] = []
     exitstatus = None
     stopped = ""  # why the cell stopped before running everything (a hang or crash outside the tests)
-    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path)}
+    token = uuid.uuid4().hex  # marks every process this cell's tests start, wherever it goes (lifeline.sweep)
+    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path), **lifeline.owner_env(token)}
+    lifeline.become_subreaper()  # a double-forked daemon comes back to us, not to init
+    left: list[str] = []
     xdist_mode = bool(xdist) or user_chose(pytest_args)
     for _attempt in range(MAX_RESUMES):
         argv = _pytest_argv(env.python, cell, results, expectations, skip, pytest_args, xdist, timeout_s,
@@ -311,6 +319,8 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
             where = f" ({exc.filename})" if exc.filename else ""
             stopped = f"could not start pytest: {exc.strerror or exc}{where}"
             break
+        finally:  # processes that left pytest's group (setsid, double fork, daemons) end with it too
+            left += lifeline.sweep(token)
         for rec in tail.records():  # whatever landed between the last poll and exit
             watch.feed(rec, progress, cell.name)
         if overdue is not None and overdue[0] == "test":
@@ -358,6 +368,9 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     shutil.rmtree(results.with_name(results.name + ".hangs"), ignore_errors=True)
     run.outcomes = dict(watch.outcomes)
     run.verdicts = dict(watch.verdicts)
+    if left:
+        run.left_processes = left
+        progress(cell.name, {"event": "env", "message": f"{_left_note(left)}"})
     if watch.collected is None:
         reason = stopped or f"pytest ended before collecting (exit {exitstatus}){_telling_line(log_path)}; see {log_path}"
         return end("incomplete", reason, exitstatus)
@@ -370,6 +383,13 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
         return end("incomplete", "no tests collected (zero tests is never a pass: check the selection after --)",
                    exitstatus)
     return end("complete", "", exitstatus)
+
+
+def _left_note(commands: list[str]) -> str:
+    """'a test left 2 processes running (killed at cell end: sleep 600; ...)'."""
+    n = len(commands)
+    shown = "; ".join(c[:80] for c in commands[:3]) + ("; ..." if n > 3 else "")
+    return f"a test left {n} process{'es' if n != 1 else ''} running (killed at cell end: {shown})"
 
 
 def _died(nodeid: str, rc: int, log_path: Path, **extra: object) -> dict:

@@ -385,6 +385,36 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     return end("complete", "", exitstatus)
 
 
+def close_dead_run(cell: Cell, results: Path, why: str, started_at: float) -> None:
+    """Close the results of a cell whose runner died (a `-j` worker killed by a signal): its file ends
+    with an `incomplete` CellEnd saying why, after every result it finished. A file older than the
+    worker (it died before writing its own) is replaced by one that says so, never extended."""
+    results = Path(results)
+    try:
+        fresh = results.stat().st_mtime >= started_at
+    except FileNotFoundError:
+        fresh = False
+    if fresh and _closed(results):
+        return  # it died after closing its cell (while judging or reporting): the results are whole
+    if not fresh:
+        tmp = results.with_name(results.name + ".new")
+        append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION, **cell.describe(),
+                            "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                            "harness_version": __version__, "timeout_s": cell.timeout_s})
+        os.replace(tmp, results)
+    append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": "incomplete",
+                            "reason": why})
+
+
+def _closed(results: Path) -> bool:
+    """True if the file's last line is a CellEnd record."""
+    last = file_tail(results, 4096).rstrip("\n").rsplit("\n", 1)[-1]
+    try:
+        return json.loads(last).get("$report_type") == "CellEnd"
+    except (ValueError, AttributeError):
+        return False
+
+
 def _left_note(commands: list[str]) -> str:
     """'a test left 2 processes running (killed at cell end: sleep 600; ...)'."""
     n = len(commands)

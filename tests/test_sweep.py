@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from harness.judge.since import render_since_markdown, since_summary, summarize_case, version_lines
+from harness.judge.since import since_summary, summarize_case, version_lines
+from harness.report.markdown import render_since_markdown
 from harness.build.sweep import cell_stem, from_spec, load_sweep
 
 REPO = Path(__file__).resolve().parent.parent
@@ -140,7 +141,7 @@ def test_a_line_that_always_fails_does_not_claim_a_last_good():
 def test_report_command_writes_the_since_section(tmp_path):
     from results_fixtures import SHARD, case, cell_file
 
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     files = [cell_file(tmp_path, f"jax{v.replace('.', '')}-cpu", v, [case(SHARD, raw)])
              for v, raw in (("0.5.3", "pass"), ("0.6.0", "fail"), ("0.7.2", "fail"))]

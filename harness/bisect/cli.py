@@ -11,12 +11,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.bisect.probe import Prober
-from harness.bisect.report import ir_diff, render
-from harness.bisect.search import BAD, GOOD, bisect
-from harness.build.releases import between, list_versions, nearest
-from harness.build.cell import Cell
+from typing import TYPE_CHECKING
+
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # the stages themselves are imported when the command runs: `--help` stays cheap
+    from harness.bisect.probe import Prober
+    from harness.build.cell import Cell
 
 DESCRIPTION = """\
 Binary-search the released versions of a package between a good and a bad bound, building a probe
@@ -53,21 +54,8 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_bisect)
 
 
-def _held(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, ver = item.partition("==")
-        if not sep or not ver:
-            raise UserError(f"--with {item!r}: write PACKAGE==VERSION")
-        try:
-            Version(ver)
-        except InvalidVersion:
-            raise UserError(f"--with {item!r}: {ver!r} is not a PEP 440 version") from None
-        out[canonicalize_name(name)] = ver
-    return out
-
-
 def _base_cell(args: argparse.Namespace) -> Cell:
+    from harness.build.cell import Cell
     from harness.build.matrix import DEFAULT_MATRIX, catalogue, load_matrix
 
     if args.cell:
@@ -116,6 +104,10 @@ def _from_report(args: argparse.Namespace) -> None:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Run the bisection and print the final report; 0 found, 1 inconclusive, 2 bad input."""
+    from harness.bisect.probe import Prober
+    from harness.bisect.report import render
+    from harness.bisect.search import bisect
+    from harness.build.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
     if not args.package or not args.good or not args.bad:
@@ -139,7 +131,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError(f"--good {good} is newer than --bad {bad}: keep --good the older bound "
                         "(to find where something got fixed, add --regress pass)")
     package = canonicalize_name(args.package)
-    held = _held(args.held)
+    held = held_pins(args.held)
     versions = list_versions(package, args.index_url, tuple(args.find_links), pre=args.pre)
     if package == "jax":  # jax moves with jaxlib: only versions both have are testable pairs
         jaxlibs = set(list_versions("jaxlib", args.index_url, tuple(args.find_links), args.pre))
@@ -212,6 +204,8 @@ def _regress(value: str) -> str:
 
 def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
     """Turn the search outcome into a conclusion, probing the bad bound only if the window is ambiguous."""
+    from harness.bisect.report import ir_diff
+    from harness.bisect.search import BAD, GOOD
     skipped = outcome.skipped_between
     summary: dict = {"last_good": outcome.last_good}
     absent_from = None

@@ -13,9 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.report.diff import load_report
 from harness.errors import UserError
-from harness.report.model import iter_results
 
 _BAD_RAW = {"fail", "error", "crash", "timeout"}
 FLAKY_FLIPS = 2
@@ -27,6 +25,8 @@ def _state(raw: str | None) -> str:
 
 def build_history(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Timelines keyed 'case<TAB>cell', oldest night first, with first/last/flip facts."""
+    from harness.report.model import iter_results
+
     reports = sorted(reports, key=lambda r: r["generated_at"])
     nights = [r["generated_at"] for r in reports]
     lines: dict[str, dict[str, Any]] = {}
@@ -116,6 +116,7 @@ def add_history_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Build the history and write it; exit 0 (history reports, it does not judge)."""
+    from harness.report.diff import load_report
     from harness.report.html import render_html
     from harness.safeio import atomic_write, dumps_strict, ensure_dir
 

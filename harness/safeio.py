@@ -103,10 +103,8 @@ def refuse_special(path: Path) -> None:
     a socket, a folder or a symlink (renaming over a symlink would drop it; over /dev/null, break it)."""
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except OSError:  # absent, or its folder cannot be reached: the write itself says why
         return
-    except OSError as exc:
-        raise UserError(f"{path}: cannot check the output path: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
         kind = ("a symlink" if stat.S_ISLNK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
                 else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)

@@ -34,6 +34,7 @@ from harness import __version__, faults, lifeline
 from harness.build.cell import Cell
 from harness.build.devices import available
 from harness.build.envs import Env, EnvError, ensure_env
+from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.safeio import refuse_special
 from harness.incell.resultsfile import Tail, file_tail, signal_name
@@ -73,6 +74,7 @@ class CellRun:
     outcomes: dict[str, int] = field(default_factory=dict)  # raw outcome -> count
     verdicts: dict[str, int] = field(default_factory=dict)  # in-run verdict -> count
     left_processes: list[str] = field(default_factory=list)  # command lines the tests left running (killed)
+    ignored_env: dict[str, str] = field(default_factory=dict)  # start-up variables of the caller not passed on
 
 
 @dataclass
@@ -90,6 +92,7 @@ class _Watch:
     attempt_started: float = 0.0
     done_since: float | None = None
     workers_died: int = 0  # this attempt: xdist workers that died on a test (recorded by the plugin)
+    selection: dict | None = None  # what narrowed the first collection (-k, -m, paths), as the plugin saw it
     judge: CaseJudge = _unjudged
     device: str = "cpu"
     versions: dict = field(default_factory=dict)  # from the cell's RunInfo: what the judge needs
@@ -129,6 +132,7 @@ class _Watch:
                 self._check_done()
             if self.collected is None:
                 self.collected = list(rec.get("nodeids", []))
+                self.selection = rec.get("selection") if isinstance(rec.get("selection"), dict) else None
                 progress(cell, {"event": "collected", "count": len(self.collected)})
         elif kind == "CollectReport" and rec.get("outcome") == "failed":
             if rec.get("nodeid") in self.collect_errors:
@@ -224,7 +228,6 @@ def run_cell(
     file holds raw outcomes only, judged again by every report.
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
-    expectations = Path(expectations).absolute() if expectations is not None else None
     results = Path(results).absolute()  # pytest runs in the checkout, not in the caller's folder
     faults.point("mkdir", results.parent)
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -252,17 +255,20 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
     try:
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
                             **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                            "harness_version": __version__, "timeout_s": timeout_s})
+                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env()})
         faults.point("rename", results)
         os.replace(tmp, results)
     except BaseException:
         tmp.unlink(missing_ok=True)  # the previous results stay as they were
         raise
-    run = CellRun(cell=cell, results=results, status="complete")
+    run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env())
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
         if run.left_processes:  # said in the cell's reason, so every report shows it
             reason = "; ".join(filter(None, [reason, _left_note(run.left_processes)]))
+        if run.ignored_env:
+            reason = "; ".join(filter(None, [reason, f"not passed from the caller's environment: "
+                                                     f"{', '.join(sorted(run.ignored_env))}"]))
         run.status, run.reason = status, reason
         run.duration_s = time.monotonic() - start
         append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": status,
@@ -400,7 +406,7 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
     if not watch.collected and not watch.collect_errors:
         return end("incomplete", "no tests collected (zero tests is never a pass: check the selection after --)",
                    exitstatus)
-    return end("complete", "", exitstatus)
+    return end("complete", _narrowed(watch), exitstatus)
 
 
 def close_dead_run(cell: Cell, results: Path, why: str, started_at: float) -> None:
@@ -431,6 +437,27 @@ def _closed(results: Path) -> bool:
         return json.loads(last).get("$report_type") == "CellEnd"
     except (ValueError, AttributeError):
         return False
+
+
+def _narrowed(watch: _Watch) -> str:
+    """'2 of 101 cases selected (-k ok)' for a run narrowed by -k, -m, --deselect or paths, else ''.
+    A narrowed run is never a plain "complete": it says what it left out."""
+    sel, n = watch.selection or {}, len(watch.collected or [])
+    by = [f"-k {sel['keyword']!r}"] if sel.get("keyword") else []
+    by += [f"-m {sel['markexpr']!r}"] if sel.get("markexpr") else []
+    paths = [a for a in sel.get("args") or [] if a != "suites"]
+    by += [", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")] if paths else []
+    deselected = sel.get("deselected") or 0
+    if not by and not deselected:
+        return ""
+    whole = f"{n} of {n + deselected}" if deselected else f"{n}"
+    scope = "" if deselected and not paths else " (not the whole suite)"
+    return f"{whole} cases selected" + (f" by {'; '.join(by)}" if by else "") + scope
+
+
+def _ignored_env() -> dict[str, str]:
+    """The caller's variables that would change what a cell runs (PYTEST_ADDOPTS, LD_PRELOAD, ...): not passed on."""
+    return drop_startup_vars(dict(os.environ))[1]
 
 
 def _left_note(commands: list[str]) -> str:
@@ -465,7 +492,7 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
     Its process group is killed on the way out whatever happens, so nothing it started survives it.
     """
     read_fd, write_fd = os.pipe()  # the lifeline: EOF in the child means the harness is gone
-    child_env = {**os.environ, **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
+    child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
                  "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device,
                  lifeline.LIFELINE_ENV: str(read_fd)}
     child_env.pop("VIRTUAL_ENV", None)

@@ -452,6 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness import lifeline
 
     lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
+    _absolute_paths(args)
     try:
         _check_fault_hook()
         return int(handler(args) or 0)
@@ -473,6 +474,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path option made absolute against the caller's folder, once: the harness hands paths to
+    processes that run elsewhere (pytest in the checkout, bisect under news), so any folder works."""
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, name, value.absolute())
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            setattr(args, name, [v.absolute() for v in value])
 
 
 def _check_fault_hook() -> None:

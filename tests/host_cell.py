@@ -12,6 +12,6 @@ from harness.build.envs import Env
 CELL = Cell(name="host-cpu", device="cpu", pins={"jax": "0.6.0"}, timeout_s=60)
 
 
-def host_env(_cell: Cell, _log=None) -> Env:
+def host_env(_cell: Cell, log=None) -> Env:
     """The env provider for run_cell: the interpreter running these tests."""
     return Env(Path(sys.prefix), Path(sys.executable), {}, True, 0.0)

@@ -485,7 +485,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness import lifeline
 
     lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
+    _absolute_paths(args)
     try:
+        _check_fault_hook()
         return int(handler(args) or 0)
     except UserError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
@@ -505,6 +507,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path option made absolute against the caller's folder, once: the harness hands paths to
+    processes that run elsewhere (pytest in the checkout, bisect under news), so any folder works."""
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, name, value.absolute())
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            setattr(args, name, [v.absolute() for v in value])
+
+
+def _check_fault_hook() -> None:
+    """A malformed SEAMS_FAULT (the anomaly tests' hook, harness.faults) is bad input, not ignored."""
+    from harness import faults
+
+    try:
+        faults.check_env()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _one_line(text: str) -> str:

@@ -21,11 +21,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
+from harness import lifeline
 from harness.errors import UserError
 
 LABEL = "xla-seams-news"
@@ -106,15 +108,19 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
         argv.append("--pre")
     argv += commit_args(pkg)
     # Its own process group, so the budget ends the bisection and every probe it started.
+    # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
+    token = uuid.uuid4().hex
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, **lifeline.owner_env(token)})
     try:
         stdout, stderr = proc.communicate(timeout=budget_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
+        lifeline.sweep(token)
         return (f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n"
                 f"    {shlex.join(['python', *argv[1:]])}")
+    lifeline.sweep(token)
     if md.exists():
         return md.read_text()
     tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]

@@ -91,7 +91,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         floating = c.get("floating") or {}  # resolved from latest / nightly: say so beside the version
         shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "") for k, v in versions.items()
                                   if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu")))
-        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())) or (c["reason"] or "")
+        verdicts = "; ".join(filter(None, [", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())),
+                                            c["reason"] or ""]))  # the reason too: "a test left 2 processes running"
         out.append(f"| {md_text(c['cell'])} | {md_text(c['device'])} | {shown} | {md_text(c['status'])} | {md_text(verdicts)} |")
     failing = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
     out += ["", f"Exit status: {'1 (news above)' if failing else '0'}."]

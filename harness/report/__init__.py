@@ -14,12 +14,11 @@ from harness.judge.apply import apply_expectations
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.model import build_report
-from harness.report.repro import write_repros
+from harness.report.repro import MAX_REPROS, write_repros
 from harness.judge.results import read_many
 from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
 from harness.judge.since import render_since_markdown, since_summary
 
-MAX_REPROS = 500
 
 
 def _latest_per_cell(cells):
@@ -50,9 +49,26 @@ def write_report_files(report: dict, out_dir: Path) -> int:
         raise disk_error(exc, any_errno=True) from None
 
 
-def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None) -> int:
-    """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news."""
+def baseline_changes(baseline_path: Path, report: dict) -> dict:
+    """What changed since a previous report.json, as report["baseline"] (marks in the HTML grid)."""
+    from harness.report.diff import compare, load_report
+
+    old = load_report(baseline_path)
+    changes = compare(old, report)
+    return {"source": str(baseline_path), "generated_at": old.get("generated_at"),
+            "changes": {k: v for k, v in changes.items() if k != "drift"}}
+
+
+def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None,
+                   baseline: Path | None = None) -> int:
+    """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news.
+
+    The verdict counts and the report paths go to stdout (what `| tee` and CI logs keep); problems
+    with the inputs go to stderr. With `baseline`, each result that changed since that report.json
+    is marked in the HTML grid and report.json's `baseline` lists the changes.
+    """
     console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)  # file names may hold [...]
+    out = Console(highlight=False, soft_wrap=True, markup=False)
     expectations_path = expectations_path or DEFAULT_PATH
     expectations = load_expectations(expectations_path)
     missing = [p for p in paths if not Path(p).exists()]
@@ -68,13 +84,18 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     apply_expectations(cells, expectations)
     report = build_report(cells, errors, str(expectations_path))
     report["since"] = since_summary(report)  # per case: first bad / last good along each version line
+    if baseline is not None:
+        report["baseline"] = baseline_changes(baseline, report)
     n_repro = write_report_files(report, out_dir)
 
     counts = report["counts"]
-    console.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    out.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
     for c in report["cells"]:
         if c["stale_expectations"]:
             console.print(f"warning: {c['cell']}: stale expectations (matched no collected test): {', '.join(c['stale_expectations'])}")
-    console.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'})")
+    if baseline is not None:
+        ch = report["baseline"]["changes"]
+        out.print(f"since {baseline}: " + ", ".join(f"{len(ch[k])} {k}" for k in ("regressed", "fixed", "changed", "new", "gone")))
+    out.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'})")
     news = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
     return 1 if news or errors else 0

@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", type=Path, metavar="OLD/report.json",
                    help="mark each result that changed since this report (regressed, fixed, changed, new, gone) "
                         "in the HTML grid, with a 'changed since baseline' view")
+    p.add_argument("--latest-run", action="store_true",
+                   help="merge only the cells of the newest run (cells started within 20 min of an earlier one's "
+                        "end); older results files are dropped and named (what `tox -e ...,report` uses)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -312,10 +315,10 @@ def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> in
 
     news = news_lines(files, expectations)
     if not quiet:  # a -j worker's stderr is the parent's: the parent reports
-        for line in news[:20]:
-            print(f"news: {line}", file=sys.stderr)
+        for line in news[:20]:  # the summary: stdout, as the report's summary is
+            print(f"news: {line}")
         if len(news) > 20:
-            print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+            print(f"news: ... and {len(news) - 20} more")
     return 1 if news else 0
 
 
@@ -372,7 +375,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
-    return report_command(paths, args.out, args.expectations, baseline=args.baseline)
+    return report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

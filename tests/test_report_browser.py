@@ -7,6 +7,7 @@ $SEAMS_SCREENSHOTS) as artefacts; README shows two of them (docs/).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -53,10 +54,17 @@ def sweep(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def news_report(tmp_path_factory) -> Path:
-    """A report with news: no known issues, so every failure is a regression."""
+    """A report with news: no known issues, so every failure is a regression; and a cell that could not be built."""
     tmp = tmp_path_factory.mktemp("news")
     (tmp / "none.yaml").write_text("issues: []\n")
-    report_command(write_jax_sweep_results(tmp / "results", ("0.5.3", "0.6.0", "0.7.2")), tmp / "out", tmp / "none.yaml")
+    files = write_jax_sweep_results(tmp / "results", ("0.5.3", "0.6.0", "0.7.2"))
+    broken = tmp / "results" / "jax0438-cpu.jsonl"
+    broken.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"$report_type": "CellStart", "schema_version": 1, "cell": "jax0438-cpu", "device": "cpu",
+         "pins": {"jax": "0.4.38", "jaxlib": "0.4.38"}, "install_line": "pip install jax==0.4.38 jaxlib==0.4.38"},
+        {"$report_type": "EnvError", "cell": "jax0438-cpu", "reason": "uv: no wheel for jaxlib 0.4.38 on this platform"},
+        {"$report_type": "CellEnd", "complete": True, "status": "env-error", "duration_s": 1.0}]))
+    report_command([*files, broken], tmp / "out", tmp / "none.yaml")
     return tmp / "out" / "report.html"
 
 
@@ -171,7 +179,32 @@ def test_news_comes_first(page, news_report):
     assert "Regressions (unexpected failures)" in news.inner_text()
     rows = news.locator("tr[data-r]")
     assert rows.count() == 3  # compute_on at 0.5.3, linearize at 0.6.0 and 0.7.2
+    assert "Cells that could not be built" in news.inner_text()
+    env_row = news.locator("tr[data-c]")
+    assert "jax0438-cpu" in env_row.inner_text() and "no wheel for jaxlib 0.4.38" in env_row.inner_text()
+    env_row.click()
+    assert "case=%28whole+cell%29" in page.url and "cell=jax0438-cpu" in page.url
+    assert "no wheel for jaxlib 0.4.38" in page.locator("#detail").inner_text()
+    assert page.locator("#grid td.v.sel[data-c]").count() == 1  # its pseudo-row in the grid, highlighted
+    assert page.locator("#grid thead th.cellname > div:first-child").all_inner_texts()[0] == "jax0438-cpu"
+    page.keyboard.press("Escape")
+    assert page.locator("#detail").is_hidden()
     assert news.bounding_box()["y"] < page.locator("#since").bounding_box()["y"] < page.locator("#gridsec").bounding_box()["y"]
     rows.first.click()
     assert page.locator("#detail").is_visible() and "regression" in page.locator("#detail").inner_text()
     _shot(page, "news")
+
+
+def test_a_link_to_a_folded_case_unfolds_it(page, sweep):
+    case = "suites/call_jax/test_unused_args.py::test_unused_arg[3]"
+    page.goto(f"{sweep.as_uri()}#view=grid&case={quote(case)}&cell=jax0101-cpu")
+    assert page.locator("#news").is_hidden() and page.locator("#since").is_hidden()  # the grid view alone
+    assert page.locator("tr.skipgrp").first.inner_text().startswith("▾ 6 cases")
+    sel = page.locator("#grid td.v.sel")
+    assert sel.count() == 1 and sel.is_visible()
+    assert "skipped on jax0101-cpu (jax 0.10.1)" in page.locator("#detail").inner_text()
+    # A link pasted into the same tab (only the fragment changes) opens its view too.
+    page.evaluate("location.hash = 'view=news&q=pcast'")
+    page.wait_for_function("document.getElementById('q').value === 'pcast'")
+    assert page.locator("#news").is_visible() and page.locator("#detail").is_hidden()
+    assert page.locator("#grid tbody td.id").all_inner_texts() == ["test_linearize_transpose[pcast]"]

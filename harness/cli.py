@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import UserError
-from harness.judge.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
+from harness.paths import MATRICES_DIR
+
+# What `--help` needs must stay cheap to import: each command imports its stage when it runs.
+DEFAULT_EXPECTATIONS = MATRICES_DIR / "known_issues"
 
 DEFAULT_OUT = Path("reports")
 
@@ -180,9 +183,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sweep_args(p: argparse.ArgumentParser) -> None:
-    from harness.build.sweep import add_sweep_args
-
-    add_sweep_args(p)
+    """The sweep options shared by `run` and `matrix`."""
+    g = p.add_argument_group("release sweeps")
+    g.add_argument("--sweep", action="append", metavar="SPEC",
+                   help="a cell per release on the index: 'jax>=0.4.38,<=0.10.2', 'torch_xla>=2.5,<2.10', "
+                        "'torchax>=0.0.4' (repeatable; --matrix also takes sweep files, matrices/sweeps/*.yaml)")
+    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER",
+                   help="with --sweep: hold another package at a version in every swept cell (repeatable)")
+    g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
+                   help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
+    g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")
+    g.add_argument("--index-url", help="with --sweep: list (and install) releases from this index")
 
 
 def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argparse.Namespace | None = None):
@@ -302,7 +313,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
             return max(_news_exit(files, args.expectations), 1 if any(codes) else 0)
         _note_replaced_report(report_dir, cells, progress.console)
-        from harness.report import report_command
+        from harness.report.command import report_command
 
         return report_command(files, report_dir, args.expectations)
     return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
@@ -363,7 +374,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
         lifeline.kill_all()
     if args.no_report:
         return _news_exit(files, args.expectations, quiet=args.progress_events)
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     if hasattr(progress, "console"):
         _note_replaced_report(report_dir, cells, progress.console)
@@ -371,7 +382,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     # A folder stands for every results file in it (tox's `report` env cannot glob).
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]

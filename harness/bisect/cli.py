@@ -11,12 +11,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.bisect.probe import Prober
-from harness.bisect.report import ir_diff, render
-from harness.bisect.search import BAD, GOOD, bisect
-from harness.build.releases import between, held_pins, list_versions, nearest
-from harness.build.cell import Cell
+from typing import TYPE_CHECKING
+
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # the stages themselves are imported when the command runs: `--help` stays cheap
+    from harness.bisect.probe import Prober
+    from harness.build.cell import Cell
 
 DESCRIPTION = """\
 Binary-search the released versions of a package between a good and a bad bound, building a probe
@@ -54,6 +55,7 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
+    from harness.build.cell import Cell
     from harness.build.matrix import DEFAULT_MATRIX, catalogue, load_matrix
 
     if args.cell:
@@ -102,6 +104,10 @@ def _from_report(args: argparse.Namespace) -> None:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Run the bisection and print the final report; 0 found, 1 inconclusive, 2 bad input."""
+    from harness.bisect.probe import Prober
+    from harness.bisect.report import render
+    from harness.bisect.search import bisect
+    from harness.build.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
     if not args.package or not args.good or not args.bad:
@@ -198,6 +204,8 @@ def _regress(value: str) -> str:
 
 def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
     """Turn the search outcome into a conclusion, probing the bad bound only if the window is ambiguous."""
+    from harness.bisect.report import ir_diff
+    from harness.bisect.search import BAD, GOOD
     skipped = outcome.skipped_between
     summary: dict = {"last_good": outcome.last_good}
     absent_from = None

@@ -26,10 +26,7 @@ from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
-from harness.report.diff import compare, load_report
 from harness.errors import UserError
-from harness.report.model import iter_results
-from harness.report.repro import _fenced, repro_markdown
 
 LABEL = "xla-seams-news"
 BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
@@ -40,6 +37,8 @@ from harness.paths import REPO
 
 def news_items(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
     """The items worth an issue: regressed, fixed, and failing results that were absent last night."""
+    from harness.report.diff import compare
+
     ch = compare(old, new)
     items = [{**r, "kind": r["new"]} for r in ch["regressed"]]
     items += [{**r, "kind": "fixed"} for r in ch["fixed"]]
@@ -109,6 +108,8 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
 
 
 def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    from harness.report.model import iter_results
+
     for c, name, r in iter_results(report):
         if (c or "(whole cell)") == case and name == cell:
             return next(x for x in report["cells"] if x["cell"] == cell), r
@@ -117,6 +118,8 @@ def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any
 
 def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str) -> tuple[str, str]:
     """(title, body) of the item's issue: what changed, the versions, the bisection, the repro."""
+    from harness.report.repro import _fenced, repro_markdown
+
     title = f"[nightly] {item['kind']}: {item['case']} on {item['cell']}"[:250]
     found = _result(new, item["case"], item["cell"])
     a, b = _pins(old, item["cell"]), _pins(new, item["cell"])
@@ -171,6 +174,8 @@ class Gh:
 def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, repo: str | None, dry_run: bool,
               bisect: bool, out: Path, say: Callable[[str], None] = print) -> int:
     """Bisect and file (or print) each news item; returns how many items there were."""
+    from harness.report.diff import load_report
+
     old, new = load_report(old_path), load_report(new_path)
     items = news_items(old, new)
     if not items:

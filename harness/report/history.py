@@ -13,15 +13,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.report.diff import load_report
 from harness.errors import UserError
-from harness.report.model import cell_versions, iter_results
 
 _SHOWN = ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "libtpu")
 
 
 def versions_text(cell: dict[str, Any]) -> str:
     """A cell's versions in one short phrase: 'jax 0.6.0, jaxlib 0.6.0' (what a night's date alone hides)."""
+    from harness.report.model import cell_versions
+
     v = cell_versions(cell)
     return ", ".join(f"{p} {v[p]}" for p in _SHOWN if p in v)
 
@@ -35,6 +35,8 @@ def _state(raw: str | None) -> str:
 
 def build_history(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Timelines keyed 'case<TAB>cell', oldest night first, with first/last/flip facts."""
+    from harness.report.model import iter_results
+
     reports = sorted(reports, key=lambda r: r["generated_at"])
     nights = [r["generated_at"] for r in reports]
     # Per night, each cell's versions: a floating (latest/nightly) cell moves under the same name.
@@ -138,6 +140,7 @@ def add_history_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Build the history and write it; exit 0 (history reports, it does not judge)."""
+    from harness.report.diff import load_report
     from harness.report.html import render_html
     from harness.safeio import atomic_write, dumps_strict, ensure_dir
 

@@ -98,8 +98,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                        description="Build each cell's env (uv, cached) and run the suites in it, one "
                                    "process per cell; results stream to OUT/results/CELL.jsonl, then the "
                                    "compatibility report is written to OUT (or --report-dir).")
-    p.add_argument("--matrix", action="append", type=Path, metavar="FILE",
-                   help="matrix YAML (repeatable; default: matrices/default.yaml)")
+    p.add_argument("--matrix", action="extend", nargs="+", type=Path, metavar="FILE",
+                   help="matrix YAML files (several after one flag, e.g. --matrix matrices/sweeps/*.yaml, "
+                        "or the flag repeated; default: matrices/default.yaml)")
     p.add_argument("--cell", action="append", metavar="NAME",
                    help="run only this cell (repeatable); looked up in every matrices/*.yaml unless --matrix is given")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: reports)")
@@ -157,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS)
+    p.add_argument("--baseline", type=Path, metavar="OLD/report.json",
+                   help="mark each result that changed since this report (regressed, fixed, changed, new, gone) "
+                        "in the HTML grid, with a 'changed since baseline' view")
+    p.add_argument("--latest-run", action="store_true",
+                   help="merge only the cells of the newest run (cells started within 20 min of an earlier one's "
+                        "end); older results files are dropped and named (what `tox -e ...,report` uses)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -164,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the diff as Markdown")
 
     p = sub.add_parser("matrix", help="list the cells of matrices (names, table, json, github, tox)")
-    p.add_argument("--matrix", action="append", type=Path, metavar="FILE")
+    p.add_argument("--matrix", action="extend", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
     _add_sweep_args(p)
 
@@ -351,10 +358,10 @@ def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> in
 
     news = news_lines(files, expectations)
     if not quiet:  # a -j worker's stderr is the parent's: the parent reports
-        for line in news[:20]:
-            print(f"news: {line}", file=sys.stderr)
+        for line in news[:20]:  # the summary: stdout, as the report's summary is
+            print(f"news: {line}")
         if len(news) > 20:
-            print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+            print(f"news: ... and {len(news) - 20} more")
     return 1 if news else 0
 
 
@@ -414,7 +421,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
-    return report_command(paths, args.out, args.expectations)
+    return report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

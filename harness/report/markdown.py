@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
-from harness.report.model import iter_results
+from harness.report.model import cell_rank, iter_results
 
 _NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
 _TITLES = {"regression": "Regressions (unexpected failures)", "fixed": "Fixed upstream? (unexpected passes: update matrices/known_issues)",
@@ -60,11 +60,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     for case_id, cell, r in iter_results(report):
         by_verdict.setdefault(r["verdict"], []).append((case_id, cell, r))
     news = [v for v in _NEWS_ORDER if by_verdict.get(v)]
+    rank = cell_rank(report)  # cells in version order, as the report lists them
     if not news:
         out += ["**Nothing new**: every result is ok, a known upstream bug, or skipped with a reason.", ""]
     for v in news:
         out += [f"## {_TITLES[v]}", "", "| case | cell | outcome | detail |", "|---|---|---|---|"]
-        for case_id, cell, r in sorted(by_verdict[v], key=lambda t: (t[0] or "", t[1])):
+        for case_id, cell, r in sorted(by_verdict[v], key=lambda t: (t[0] or "", rank.get(t[1], len(rank)))):
             detail = _one_line(r.get("message"))
             if v == "api-drift" and r.get("expectation"):
                 detail = _one_line(r["expectation"]["reason"], 400)
@@ -83,7 +84,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             g[1].add(cell)
             g[2].add(case_id or "(whole cell)")
         for e, cells, cases in grouped.values():
-            out.append(f"| {_link(e)}: {md_text(e['reason'])} | {md_text(', '.join(sorted(cells)))} | {len(cases)} |")
+            out.append(f"| {_link(e)}: {md_text(e['reason'])} | {md_text(', '.join(sorted(cells, key=lambda n: rank.get(n, len(rank)))))} | {len(cases)} |")
         out.append("")
     out += ["## Cells", "", "| cell | device | versions | status | verdicts |", "|---|---|---|---|---|"]
     for c in report["cells"]:

@@ -12,6 +12,7 @@ from harness.safeio import atomic_write, dumps_strict
 from harness.judge.testids import read_suite_module
 
 _SKIP = {"ok", "skipped"}
+MAX_REPROS = 500  # repro files per report (the first ones in report order)
 
 
 def test_source(nodeid: str) -> str | None:
@@ -82,19 +83,25 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any])
     return "\n".join(out)
 
 
-def write_repros(report: dict[str, Any], out_dir: Path, limit: int = 500) -> int:
-    """Write one repro file per result that is not ok or skipped (at most `limit`); returns how many."""
+def repro_files(report: dict[str, Any], limit: int = MAX_REPROS) -> list[tuple[str | None, str, dict[str, Any], str]]:
+    """(case id, cell, result, file name) for each result that gets a repro file, in writing order."""
     from harness.report.model import iter_results  # here: harness.report imports this module
 
-    cells = {c["cell"]: c for c in report["cells"]}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    n = 0
+    out = []
     for case_id, cell, r in iter_results(report):
         if r["verdict"] in _SKIP:
             continue
-        if n >= limit:
+        if len(out) >= limit:
             break
-        name = f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md"
+        out.append((case_id, cell, r, f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md"))
+    return out
+
+
+def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS) -> int:
+    """Write one repro file per result that is not ok or skipped (at most `limit`); returns how many."""
+    cells = {c["cell"]: c for c in report["cells"]}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = repro_files(report, limit)
+    for case_id, cell, r, name in files:
         atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r))
-        n += 1
-    return n
+    return len(files)

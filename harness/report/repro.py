@@ -8,8 +8,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from harness.safeio import atomic_write, dumps_strict
+from harness.build.cell import RUNTIME_REQUIREMENTS
 from harness.judge.testids import read_suite_module
+from harness.paths import REPO
+from harness.report.standalone import NoStandalone, export_script, redact_url, run_env, standalone_install_line
+from harness.safeio import atomic_write, dumps_strict
 
 _SKIP = {"ok", "skipped"}
 
@@ -47,9 +50,42 @@ def command_line(env: dict[str, Any], argv: list[str]) -> str:
     return " ".join(assigns + [shlex.join(argv)])
 
 
-def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> str:
-    """The repro text for one result."""
-    env = cell.get("run_env") or cell.get("env") or {}
+# Raw outcomes a standalone script can reproduce (a timeout or env-error is no script's exit status).
+FAILING_RAW = {"fail", "error", "crash"}
+
+
+def harness_install_line(install_line: str) -> str:
+    """The pip line for running a case through pytest and the harness plugin: the cell's pins
+    (index URLs redacted) plus every package the plugin and the suites import. The one line that
+    `harness report`, `bisect` and the issue bodies print."""
+    try:
+        words = shlex.split(install_line)
+    except ValueError:
+        words = []
+    if words[:2] != ["pip", "install"]:
+        return "# " + shlex.quote(install_line)  # a tampered results file: shown, never run
+    return shlex.join([redact_url(w) if "://" in w else w for w in words] + list(RUNTIME_REQUIREMENTS))
+
+
+def cell_selection(cell: dict[str, Any]) -> list[str]:
+    """The `harness run` options that make this cell again: its matrix file or its sweep."""
+    source = str(cell.get("source") or "")
+    if source.startswith("--sweep "):
+        return ["--sweep", source[len("--sweep "):]]
+    path = source.rsplit(":", 1)[0] if re.search(r":\d+$", source) else source
+    if not path:
+        return []
+    try:
+        rel = Path(path).resolve().relative_to(REPO)
+    except ValueError:
+        return ["--matrix", Path(path).name]  # outside the checkout: the file's name, not the machine path
+    return ["--matrix", rel.as_posix()]
+
+
+def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any], script: str | None = None,
+                   script_name: str = "") -> str:
+    """The repro text for one result (with its standalone script, where there is one)."""
+    env = run_env(cell)
     exp = r.get("expectation")
     out = [f"# {case_id or cell['cell']}: {r['verdict']} on {cell['cell']}", "",
            f"- raw outcome: {r['raw']}" + (f" ({r['signal']})" if r.get("signal") else ""),
@@ -57,19 +93,23 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any])
            "- versions: " + ", ".join(f"{k}=={v}" for k, v in (cell.get("versions") or cell["pins"]).items())]
     if exp:
         out.append(f"- known issue {exp['id']}: {exp['reason']} ({exp['link']})")
+    if script is not None:
+        out += ["", "## Standalone reproducer", "",
+                f"`{script_name}` needs only the cell's packages (no pytest, no clone of xla-seams); it exits 1 "
+                "with the error while the bug is there and 0 once it is fixed:", "",
+                *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + standalone_install_line(cell) + "\n"
+                         + command_line(env, ["python", script_name or "repro.py"]), "sh"), "",
+                "<details><summary>" + (script_name or "repro.py") + "</summary>", "",
+                *_fenced(script, "python"), "", "</details>"]
     # The install line comes from the results file: written by the harness with shlex, but shown
     # here only if it still is one shell-safe pip command (a tampered file gets it quoted whole).
-    install = str(cell.get("install_line") or "")
-    try:
-        words = shlex.split(install)
-    except ValueError:
-        words = []
-    install = shlex.join(words + ["pytest"]) if words[:2] == ["pip", "install"] else "# " + shlex.quote(install)
-    out += ["", "## Install", "", *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
+    install = harness_install_line(str(cell.get("install_line") or ""))
+    out += ["", "## Through the harness", "", *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
     if case_id:
         run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
-        again = shlex.join(["python", "-m", "harness", "run", "--cell", str(cell["cell"]), "--", case_id])
-        out += ["## Run", "", "From a clone of xla-seams:", "",
+        again = shlex.join(["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
+                            "--", case_id])
+        out += ["From a clone of xla-seams (the plugin records the outcome; the verdict is judged by the harness):", "",
                 *_fenced(f"{run}\n# or, building the same env: {again}", "sh"), ""]
         src = test_source(case_id)
         if src:
@@ -94,7 +134,15 @@ def write_repros(report: dict[str, Any], out_dir: Path, limit: int = 500) -> int
             continue
         if n >= limit:
             break
-        name = f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md"
-        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r))
+        stem = f"{safe_name(cell)}__{safe_name(case_id or 'cell')}"
+        script = None
+        if case_id and r.get("raw") in FAILING_RAW:
+            try:
+                script = export_script(case_id, cells[cell], r.get("expectation"))
+            except NoStandalone:
+                script = None  # no core for this scenario yet: the harness-based repro stays
+        if script is not None:
+            atomic_write(out_dir / f"{stem}.py", script)
+        atomic_write(out_dir / f"{stem}.md", repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"))
         n += 1
     return n

@@ -198,6 +198,17 @@ class _Resolve(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(self.consts[node.id]), node)
         return node
 
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        # TABLE[case] with the case folded: just that entry of the module's table
+        if self.consts and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant):
+            table = self.mod.defs.get(node.value.id)
+            if isinstance(table, ast.Assign) and isinstance(table.value, ast.Dict):
+                for k, v in zip(table.value.keys, table.value.values):
+                    if isinstance(k, ast.Constant) and k.value == node.slice.value:
+                        return ast.copy_location(copy.deepcopy(v), node)
+        return node
+
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
         if len(node.ops) != 1:

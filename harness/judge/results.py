@@ -75,6 +75,8 @@ class CellResults:
     expectation: dict[str, Any] | None = None
     source: str = ""  # the matrix file:line or `--sweep SPEC` that made the cell (for repro commands)
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
+    collected_ids: list[str] | None = None  # what the first pytest of the cell collected
+    selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
 
     def versions(self) -> dict[str, str]:
         """Installed versions as the run reported them, else the pins (env-error cells)."""
@@ -213,6 +215,8 @@ def read_results(path: Path) -> CellResults:
             # The first one lists the whole selection; a resumed pytest lists only what was left.
             collected = rec["count"]
             collected_ids = list(rec["nodeids"]) if isinstance(rec.get("nodeids"), list) else None
+            res.collected_ids = collected_ids
+            res.selection = rec["selection"] if isinstance(rec.get("selection"), dict) else None
         elif kind == "CollectReport" and rec.get("outcome") == "failed":
             nodeid = rec.get("nodeid") if isinstance(rec.get("nodeid"), str) and rec.get("nodeid") else "(collection)"
             res.cases.setdefault(nodeid, Case(nodeid, "error", message=_collect_message(rec.get("longrepr")),

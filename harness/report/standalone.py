@@ -288,12 +288,31 @@ def _is_module(module: str, attr: str | None) -> bool:
     return attr is not None and f"{module}.{attr}" in _INLINED or (attr is None and module in _INLINED)
 
 
-def _fix_empty_bodies(tree: ast.AST) -> None:
-    for node in ast.walk(tree):
+class _Tidy(ast.NodeTransformer):
+    """Repair what folding emptied: a try whose finally held only records, a block left empty."""
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        self.generic_visit(node)
+        if not node.handlers and not node.finalbody:
+            return node.body + node.orelse
+        return node
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
-            if isinstance(block, list) and name == "body" and not block:
-                block.append(ast.Pass())
+            if not isinstance(block, list):
+                continue
+            end = next((i for i, st in enumerate(block) if isinstance(st, (ast.Return, ast.Raise))), None)
+            if end is not None:
+                del block[end + 1:]  # unreachable after a folded branch returned
+        if isinstance(getattr(node, "body", None), list) and not node.body:
+            node.body.append(ast.Pass())
+        return node
+
+
+def _fix_empty_bodies(tree: ast.AST) -> None:
+    _Tidy().visit(tree)
 
 
 class _Collector:

@@ -42,7 +42,9 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
                    help="what 'bad' means: fail (default: fail/error/crash/timeout), crash, pass (bisect a fix), "
                         "or error-matches:REGEX")
     p.add_argument("--script", nargs=argparse.REMAINDER,
-                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python")
+                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python. "
+                        "A single FILE.py (a standalone reproducer from `harness report`'s repro/) runs isolated with the "
+                        "probe's python; an import error of the bisected package counts as api absent (skip)")
     p.add_argument("--index-url", help="package index for listing and installing (e.g. a nightly index)")
     p.add_argument("--find-links", action="append", default=[], help="extra wheel folder/page (repeatable)")
     p.add_argument("--pre", action="store_true", help="include pre-releases and .dev nightlies")
@@ -108,6 +110,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError("bisect needs --package, --good and --bad (or --from-report)")
     if not args.script and not args.test_id:
         raise UserError("bisect needs a TEST_ID or --script CMD ...")
+    if args.script and len(args.script) == 1 and args.script[0].endswith(".py") and not Path(args.script[0]).is_file():
+        raise UserError(f"--script {args.script[0]}: no such file")
     if args.test_id:
         from harness.report.repro import test_source
 
@@ -151,7 +155,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         summary["conclusion"] = (f"fixed in {package} {summary['first_bad']}: the first release where it passes "
                                  f"(last failing: {summary['last_good']})")
     summary.update({"regress": prober.regress, "target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
-                    "script": args.script, "order": [str(v) for v in span], "n_between": n_between,
+                    "script": args.script, "script_text": _script_text(args.script), "order": [str(v) for v in span], "n_between": n_between,
                     "probes_run": prober.runs, "cached": sum(a.cached for a in prober.answers.values()),
                     "wall_s": time.monotonic() - t0, "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
     first_bad_cell = prober.cell_for(summary["first_bad"]) if summary.get("first_bad") else None
@@ -162,6 +166,14 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if args.markdown:
         args.markdown.write_text(md)
     return 0 if summary.get("first_bad") else 1
+
+
+def _script_text(script: list[str] | None) -> str | None:
+    """The exported reproducer's text, embedded in the bisection's report (None for a command)."""
+    from harness.bisect.probe import script_file
+
+    path = script_file(script)
+    return path.read_text(encoding="utf-8", errors="replace") if path else None
 
 
 def _check_params(test_id: str) -> None:

@@ -66,6 +66,28 @@ def classify(raw: str, message: str | None, regress: str) -> str:
     raise UserError(f"--regress {regress!r}: use fail, crash, pass or error-matches REGEX")
 
 
+def script_file(script: Sequence[str] | None) -> Path | None:
+    """The exported reproducer `--script FILE.py` names, or None for a command line."""
+    if script and len(script) == 1 and script[0].endswith(".py") and Path(script[0]).is_file():
+        return Path(script[0]).resolve()
+    return None
+
+
+_IMPORT_ERROR = re.compile(r"^(?:ModuleNotFoundError|ImportError): (.*)$", re.M)
+
+
+def _package_import_error(output: str, package: str) -> str | None:
+    """The last import error in a script's output if it is about the bisected package's own modules
+    (jax, torch_xla, ...); an import of anything else failing is the script's finding, not an absence."""
+    names = {canonicalize_name(package).replace("-", "_"), package.replace("-", "_")}
+    errors = _IMPORT_ERROR.findall(output)
+    if not errors:
+        return None
+    last = errors[-1]
+    mods = re.findall(r"'([\w.]+)'", last)
+    return last.strip() if any(m.split(".")[0] in names for m in mods) else None
+
+
 class Prober:
     """Runs probes for one bisection, caching answers by test id, cell key and mode."""
 
@@ -74,6 +96,9 @@ class Prober:
                  log: Callable[[str], None] = lambda _m: None) -> None:
         self.base, self.package, self.test_id, self.regress = base, package, test_id, regress
         self.held, self.out_dir, self.script, self.log = held, out_dir, list(script or []), log
+        # `--script FILE.py` (an exported standalone reproducer): run with the probe env's python,
+        # isolated (-I) from a temporary folder, so nothing of this checkout is importable.
+        self.script_file = script_file(self.script)
         self.answers: dict[str, Answer] = {}
         self.runs = 0
 
@@ -81,7 +106,10 @@ class Prober:
         return probe_cell(self.base, self.package, version, self.held)
 
     def _key(self, cell: Cell) -> str:
-        blob = json.dumps([self.test_id, cell.key(), self.regress, self.script, cell.device])
+        script = self.script
+        if self.script_file is not None:  # an edited file is another question
+            script = [hashlib.sha256(self.script_file.read_bytes()).hexdigest()]
+        blob = json.dumps([self.test_id, cell.key(), self.regress, script, cell.device])
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def __call__(self, version: Any) -> str:
@@ -128,12 +156,22 @@ class Prober:
             return Answer(version, SKIP, "env-error", reason=exc.reason)
         child = {**os.environ, **cell.run_env(), "SEAMS_PYTHON": str(env.python),
                  "PATH": f"{env.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(env.path)}
-        with tempfile.TemporaryFile() as out:
-            rc = subprocess.run(self.script, env=child, stdout=out, stderr=subprocess.STDOUT).returncode
+        argv = self.script
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryDirectory() as cwd:
+            if self.script_file is not None:
+                argv = [str(env.python), "-I", str(self.script_file)]
+                child = {k: v for k, v in child.items() if k != "PYTHONPATH"}
+            rc = subprocess.run(argv, env=child, cwd=cwd if self.script_file else None, stdout=out,
+                                stderr=subprocess.STDOUT).returncode
             out.seek(0)
             tail = out.read()[-2000:].decode("utf-8", "replace")
         if rc == 0:
             return Answer(version, GOOD, f"exit {rc}", message=tail)
+        if self.script_file is not None and rc != 125:
+            absent = _package_import_error(tail, self.package)
+            if absent:  # the API the script needs is not in this release: untestable, not the bug
+                return Answer(version, SKIP, f"exit {rc}", reason=f"{API_ABSENT}: {absent}", message=tail,
+                              api_absent=True)
         if rc == 125:
             return Answer(version, SKIP, f"exit {rc}", reason="script says untestable (125)", message=tail)
         if 1 <= rc <= 127:

@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 from harness.report.diff import compare, load_report
 from harness.errors import UserError
 from harness.report.model import iter_results
-from harness.report.repro import _fenced, repro_markdown
+from harness.report.repro import fenced, repro_markdown
 
 LABEL = "xla-seams-news"
 BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
@@ -128,7 +128,7 @@ def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], b
     if found:
         cell, r = found
         if r.get("message"):
-            body += ["<details><summary>message</summary>", "", *_fenced(str(r["message"])[:4000]), "</details>", ""]
+            body += ["<details><summary>message</summary>", "", *fenced(str(r["message"])[:4000]), "</details>", ""]
         body += ["## Bisection", "", bisect_md, "", "## Repro", "", repro_markdown(None if item["case"] == "(whole cell)" else item["case"], cell, r)]
     body += ["", "_Filed by `python -m harness news`; edited in place when the same news is seen again._"]
     return title, "\n".join(body)

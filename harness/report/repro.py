@@ -37,7 +37,7 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:150]
 
 
-def _fenced(text: str, lang: str = "") -> list[str]:
+def fenced(text: str, lang: str = "") -> list[str]:
     """A fenced block longer than any backtick run in text, so the text cannot close it."""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
@@ -97,28 +97,28 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
         out += ["", "## Standalone reproducer", "",
                 f"`{script_name}` needs only the cell's packages (no pytest, no clone of xla-seams); it exits 1 "
                 "with the error while the bug is there and 0 once it is fixed:", "",
-                *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + standalone_install_line(cell) + "\n"
+                *fenced("python3.11 -m venv venv && . venv/bin/activate\n" + standalone_install_line(cell) + "\n"
                          + command_line(env, ["python", script_name or "repro.py"]), "sh"), "",
                 "<details><summary>" + (script_name or "repro.py") + "</summary>", "",
-                *_fenced(script, "python"), "", "</details>"]
+                *fenced(script, "python"), "", "</details>"]
     # The install line comes from the results file: written by the harness with shlex, but shown
     # here only if it still is one shell-safe pip command (a tampered file gets it quoted whole).
     install = harness_install_line(str(cell.get("install_line") or ""))
-    out += ["", "## Through the harness", "", *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
+    out += ["", "## Through the harness", "", *fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
     if case_id:
         run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
         again = shlex.join(["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
                             "--", case_id])
         out += ["From a clone of xla-seams (the plugin records the outcome; the verdict is judged by the harness):", "",
-                *_fenced(f"{run}\n# or, building the same env: {again}", "sh"), ""]
+                *fenced(f"{run}\n# or, building the same env: {again}", "sh"), ""]
         src = test_source(case_id)
         if src:
-            out += ["## The scenario", "", *_fenced(src, "python"), ""]
+            out += ["## The scenario", "", *fenced(src, "python"), ""]
     if r.get("message"):
-        out += ["## What happened", "", *_fenced(str(r["message"])), ""]
+        out += ["## What happened", "", *fenced(str(r["message"])), ""]
     obs = r.get("observations") or {}
     if obs:
-        out += ["## Observations", "", *_fenced(dumps_strict(obs, indent=1)[:20000], "json"), ""]
+        out += ["## Observations", "", *fenced(dumps_strict(obs, indent=1)[:20000], "json"), ""]
     return "\n".join(out)
 
 

@@ -163,9 +163,30 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(render(summary, answers, first_bad_cell, markdown=False))
     md = render(summary, answers, first_bad_cell, markdown=True)
     (args.out / "bisect.md").write_text(md)
+    issue = _issue_markdown(summary, first_bad_cell, md)
+    if issue:
+        (args.out / "issue.md").write_text(issue)
     if args.markdown:
         args.markdown.write_text(md)
     return 0 if summary.get("first_bad") else 1
+
+
+def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: str) -> str | None:
+    """issue.md: the first bad release's result in the one issue form (harness.report.issue_body),
+    with this bisection and the standalone script (the one bisected, or the case's exported one)."""
+    from harness.report.repro import repro_markdown, script_for
+
+    fb = summary.get("first_bad_answer")
+    if first_bad_cell is None or fb is None:
+        return None
+    desc = first_bad_cell.describe()
+    cell = {**desc, "versions": dict(first_bad_cell.pins), "env": desc["env"]}
+    result = {"raw": fb.raw if fb.raw in ("fail", "error", "crash", "pass") else "fail", "verdict": "bad",
+              "message": fb.message}
+    case = summary.get("test_id")
+    script = summary.get("script_text") or script_for(case, cell, result)
+    name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1] if summary.get("script_text") else "repro.py"
+    return repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
 
 
 def _script_text(script: list[str] | None) -> str | None:

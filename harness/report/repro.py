@@ -6,11 +6,12 @@ import ast
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from harness.build.cell import RUNTIME_REQUIREMENTS
 from harness.judge.testids import read_suite_module
 from harness.paths import REPO
+from harness.report.issue_body import fence, issue_body, scrub_paths, title
 from harness.report.standalone import NoStandalone, export_script, redact_url, run_env, standalone_install_line
 from harness.safeio import atomic_write, dumps_strict
 
@@ -38,10 +39,8 @@ def safe_name(text: str) -> str:
 
 
 def fenced(text: str, lang: str = "") -> list[str]:
-    """A fenced block longer than any backtick run in text, so the text cannot close it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + lang, text, fence]
+    """A fenced block the text can neither close nor hide control characters in (issue_body.fence)."""
+    return fence(text, lang)
 
 
 def command_line(env: dict[str, Any], argv: list[str]) -> str:
@@ -82,43 +81,42 @@ def cell_selection(cell: dict[str, Any]) -> list[str]:
     return ["--matrix", rel.as_posix()]
 
 
+def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> str | None:
+    """The standalone reproducer of a failing result, or None (not failing, or no scenario core)."""
+    if not case_id or r.get("raw") not in FAILING_RAW:
+        return None
+    try:
+        return export_script(case_id, cell, r.get("expectation"))
+    except NoStandalone:
+        return None  # no core for this scenario yet: the harness-based repro stays
+
+
 def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any], script: str | None = None,
-                   script_name: str = "") -> str:
-    """The repro text for one result (with its standalone script, where there is one)."""
+                   script_name: str = "repro.py", *, moved: Sequence[str] = (), bisection: str | None = None,
+                   marker: str | None = None, verdict_line: str | None = None, appendix: bool = True) -> str:
+    """The issue body for one result (harness.report.issue_body), with the scenario's source and its
+    observations appended when `appendix` (repro/CASE.md; a filed issue stays short)."""
     env = run_env(cell)
-    exp = r.get("expectation")
-    out = [f"# {case_id or cell['cell']}: {r['verdict']} on {cell['cell']}", "",
-           f"- raw outcome: {r['raw']}" + (f" ({r['signal']})" if r.get("signal") else ""),
-           f"- device: {cell['device']}; python {cell.get('python') or '3.11'}; {cell.get('platform') or ''}",
-           "- versions: " + ", ".join(f"{k}=={v}" for k, v in (cell.get("versions") or cell["pins"]).items())]
-    if exp:
-        out.append(f"- known issue {exp['id']}: {exp['reason']} ({exp['link']})")
-    if script is not None:
-        out += ["", "## Standalone reproducer", "",
-                f"`{script_name}` needs only the cell's packages (no pytest, no clone of xla-seams); it exits 1 "
-                "with the error while the bug is there and 0 once it is fixed:", "",
-                *fenced("python3.11 -m venv venv && . venv/bin/activate\n" + standalone_install_line(cell) + "\n"
-                         + command_line(env, ["python", script_name or "repro.py"]), "sh"), "",
-                "<details><summary>" + (script_name or "repro.py") + "</summary>", "",
-                *fenced(script, "python"), "", "</details>"]
-    # The install line comes from the results file: written by the harness with shlex, but shown
-    # here only if it still is one shell-safe pip command (a tampered file gets it quoted whole).
-    install = harness_install_line(str(cell.get("install_line") or ""))
-    out += ["", "## Through the harness", "", *fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
+    run_lines = []
     if case_id:
         run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
         again = shlex.join(["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
                             "--", case_id])
-        out += ["From a clone of xla-seams (the plugin records the outcome; the verdict is judged by the harness):", "",
-                *fenced(f"{run}\n# or, building the same env: {again}", "sh"), ""]
-        src = test_source(case_id)
-        if src:
-            out += ["## The scenario", "", *fenced(src, "python"), ""]
-    if r.get("message"):
-        out += ["## What happened", "", *fenced(str(r["message"])), ""]
+        run_lines = [run, f"# or, building the same env: {again}"]
+    body = issue_body(case_id, cell, r, script=script, script_name=script_name,
+                      standalone_install=standalone_install_line(cell),
+                      harness_install=harness_install_line(str(cell.get("install_line") or "")),
+                      harness_run=run_lines, moved=moved, bisection=bisection, marker=marker, verdict_line=verdict_line)
+    if not appendix:
+        return body
+    out = [f"# {title(case_id, cell, r)}", "", body]
+    src = test_source(case_id) if case_id else None
+    if src:
+        out += ["### The scenario", "", *fenced(src, "python"), ""]
     obs = r.get("observations") or {}
     if obs:
-        out += ["## Observations", "", *fenced(dumps_strict(obs, indent=1)[:20000], "json"), ""]
+        out += ["### Observations", "", "<details><summary>observations</summary>", "",
+                *fenced(scrub_paths(dumps_strict(obs, indent=1)[:20000]), "json"), "", "</details>", ""]
     return "\n".join(out)
 
 
@@ -135,12 +133,7 @@ def write_repros(report: dict[str, Any], out_dir: Path, limit: int = 500) -> int
         if n >= limit:
             break
         stem = f"{safe_name(cell)}__{safe_name(case_id or 'cell')}"
-        script = None
-        if case_id and r.get("raw") in FAILING_RAW:
-            try:
-                script = export_script(case_id, cells[cell], r.get("expectation"))
-            except NoStandalone:
-                script = None  # no core for this scenario yet: the harness-based repro stays
+        script = script_for(case_id, cells[cell], r)
         if script is not None:
             atomic_write(out_dir / f"{stem}.py", script)
         atomic_write(out_dir / f"{stem}.md", repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"))

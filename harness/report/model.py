@@ -81,6 +81,7 @@ def cell_summary(cell: CellResults) -> dict[str, Any]:
             "platform": info.get("platform", ""), "run_env": info.get("env") or {},
             "results_file": str(cell.path), "started_at": cell.started_at, "duration_s": cell.duration_s,
             "stale_expectations": [s.get("id") for s in cell.stale], "floating": cell.floating,
+            "source": cell.source,
             "counts": dict(Counter(c.verdict for c in cell.cases.values()))}
 
 

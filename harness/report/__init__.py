@@ -11,6 +11,7 @@ from harness.judge.expectations import DEFAULT_PATH, load_expectations
 from harness.judge.outcomes import FAILING_VERDICTS
 from harness.report.html import render_html
 from harness.judge.apply import apply_expectations
+from harness.judge.coverage import gap_headline
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.model import build_report
@@ -75,6 +76,9 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     for c in report["cells"]:
         if c["stale_expectations"]:
             console.print(f"warning: {c['cell']}: stale expectations (matched no collected test): {', '.join(c['stale_expectations'])}")
+    headline = gap_headline(report["coverage"])
+    if headline:  # not news (the exit status stays), but an area nobody checked: say so
+        console.print(f"coverage: {headline} (see report.md)")
     console.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'})")
     news = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
     return 1 if news or errors else 0

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from harness import __version__
+from harness.judge.coverage import coverage_gaps
 from harness.judge.outcomes import VERDICTS
 from harness.judge.results import CellResults
 
@@ -41,11 +42,13 @@ def build_report(cells: list[CellResults], errors: list[str], expectations_sourc
                 "expectation": case.expectation}
             counts[case.verdict] += 1
     ordered = {v: counts[v] for v in VERDICTS if counts.get(v)}
-    return {"schema_version": REPORT_SCHEMA_VERSION, "harness_version": __version__,
+    report = {"schema_version": REPORT_SCHEMA_VERSION, "harness_version": __version__,
             "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "expectations": expectations_source, "counts": ordered, "errors": errors,
             "cells": [cell_summary(c) for c in cells],
             "cases": sorted(cases.values(), key=lambda c: c["id"])}
+    report["coverage"] = coverage_gaps(report)  # cases that ran nowhere: an area nobody checks
+    return report
 
 
 def iter_results(report: dict[str, Any]):

@@ -165,7 +165,7 @@ class Observations(dict):
 
     def close(self, actual: Any, expected: Any, *, rtol: float, atol: float, name: str = "") -> dict:
         """Assert actual ~= expected, recording max abs/rel error (under `name` if given)."""
-        from harness import numerics  # here, not at import: the harness's own tests need no numpy
+        from harness.incell import numerics  # here, not at import: the harness's own tests need no numpy
 
         err = numerics.errors(actual, expected)
         err.update(rtol=rtol, atol=atol)

@@ -77,3 +77,15 @@ def test_the_call_jax_property_catches_flattened_outputs(tmp_path):
     """No hand-written output-tree case runs here: the generated trees alone must see it."""
     seeded = _run(tmp_path, "xla29-cpu", "flat_call_jax_outputs", PYTREE_PROPERTY)
     assert seeded.raw == "fail" and "output tree" in (seeded.message or "") and "differs from JAX's" in seeded.message
+
+
+STREAM_CPU = "suites/compute_on/test_stream_lowering.py::test_stream_annotation_marks_exactly_the_ops_inside[3]"
+STREAM_GPU = "suites/compute_on/test_eager_vs_aot.py::test_stream_annotation_reaches_the_lowering"
+
+
+def test_the_cpu_stream_case_catches_an_annotation_on_one_op_only(tmp_path):
+    """The GPU case skips on a CPU cell (a coverage gap): the CPU case alone must see the seed."""
+    assert _run(tmp_path, "jax060-cpu", None, STREAM_CPU).raw == "pass"
+    assert _run(tmp_path, "jax060-cpu", "stream_on_first_op_only", STREAM_GPU).raw == "skip"
+    seeded = _run(tmp_path, "jax060-cpu", "stream_on_first_op_only", STREAM_CPU)
+    assert seeded.raw == "fail" and "region without _xla_stream_annotation" in (seeded.message or ""), seeded

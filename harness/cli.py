@@ -324,11 +324,13 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     from harness.build.envs import ensure_env
     from harness.run.parallel import cores
     from harness.run.workers import worker_count
+    from harness.judge.live import case_judge
     from rich.markup import escape
 
     out: Path = args.out
     files = []
     runs = []
+    judge = case_judge(args.expectations)
     # Install the next cells' envs (network-bound) while the current cell runs its tests (CPU-bound).
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-prefetch")
     try:
@@ -339,7 +341,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
             fut = ready.get(cell.name)
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
-                           expectations=args.expectations, timeout_s=args.timeout, progress=progress,
+                           judge=judge, timeout_s=args.timeout, progress=progress,
                            env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()))
             files.append(run.results)
             runs.append(run)

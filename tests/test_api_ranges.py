@@ -205,8 +205,7 @@ def _run_fake(tmp_path: Path, gone: str, there: str) -> tuple[int, dict[str, dic
     results.unlink(missing_ok=True)
     env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite),
-                           "--seams-results", str(results), "--seams-apis", str(tmp_path / "ranges.yaml"),
-                           "--seams-expectations", str(known_issues(tmp_path, ""))],
+                           "--seams-results", str(results)],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     out = {}
     for line in results.read_text().splitlines():
@@ -217,18 +216,32 @@ def _run_fake(tmp_path: Path, gone: str, there: str) -> tuple[int, dict[str, dic
     return proc.returncode, out
 
 
-def test_the_plugin_records_probes_and_judges_them_in_run(tmp_path):
+def _judged(tmp_path: Path, value: dict) -> tuple[str, object]:
+    """The host-side judgement of one recorded case against the fake ranges (numpy's real version)."""
+    import numpy
+
+    from harness.judge.apis import load_api_ranges
+    from harness.judge.verdicts import judge_case
+
+    ranges = load_api_ranges(tmp_path / "ranges.yaml")
+    return judge_case(value["raw"], [], value["message"], value["observations"], {"numpy": numpy.__version__}, ranges)
+
+
+def test_the_plugin_records_probes_and_the_host_judges_them(tmp_path):
     rc, res = _run_fake(tmp_path, gone="<1", there=">=1")
-    assert res["test_gone"]["raw"] == "skip" and res["test_gone"]["verdict"] == "skipped"
-    assert res["test_gone"]["message"].startswith("api absent: fake.gone")
+    assert "verdict" not in res["test_gone"], "the plugin records facts; verdicts are the host's"
+    assert res["test_gone"]["raw"] == "skip" and res["test_gone"]["message"].startswith("api absent: fake.gone")
     assert res["test_gone"]["observations"]["apis"] == {"fake.gone": False}
-    assert res["test_there"]["verdict"] == "ok" and res["test_there"]["observations"]["apis"] == {"fake.there": True}
+    assert res["test_there"]["observations"]["apis"] == {"fake.there": True}
+    assert _judged(tmp_path, res["test_gone"])[0] == "skipped" and _judged(tmp_path, res["test_there"])[0] == "ok"
     # Probes belong to one test: the next test does not inherit them.
     assert "apis" not in res["test_property"]["observations"]
     assert rc == 1  # the failing property
     rc, res = _run_fake(tmp_path, gone=">=1", there="<1")
-    assert res["test_gone"]["verdict"] == "api-drift" and "absent from numpy" in res["test_gone"]["expectation"]["reason"]
-    assert res["test_there"]["verdict"] == "api-drift" and "present in numpy" in res["test_there"]["expectation"]["reason"]
+    verdict, basis = _judged(tmp_path, res["test_gone"])
+    assert verdict == "api-drift" and "absent from numpy" in basis.reason
+    verdict, basis = _judged(tmp_path, res["test_there"])
+    assert verdict == "api-drift" and "present in numpy" in basis.reason
     assert rc == 1
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from harness.bisect.probe import classify, paired_pins, probe_cell
-from harness.build.releases import between, list_versions, nearest
+from harness.bisect.probe import classify, probe_cell
+from harness.build.releases import between, list_versions, nearest, paired_pins
 from harness.build.cell import Cell
 from harness.errors import UserError
 

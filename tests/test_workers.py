@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.run import workers
+from harness.incell import xdist_worker
 from harness.run.cellrun import _pytest_argv, _Watch
 from harness.build.cell import Cell
 from harness.judge.results import read_results
@@ -55,31 +56,31 @@ def test_xdist_args_leave_a_users_choice_alone():
 
 def test_pytest_argv_forces_serial_last_after_the_controller_died():
     cell = Cell(name="jax060-cpu", device="cpu", pins={"jax": "0.6.0"})
-    argv = _pytest_argv(Path("python"), cell, Path("/tmp/r.jsonl"), None, [], ["-n", "2"], 0, 60, serial=True)
+    argv = _pytest_argv(Path("python"), cell, Path("/tmp/r.jsonl"), [], ["-n", "2"], 0, 60, serial=True)
     assert argv[-2:] == ["-n", "0"], "a later -n wins in argparse"
-    argv = _pytest_argv(Path("python"), cell, Path("/tmp/r.jsonl"), None, [], [], 2, 60)
+    argv = _pytest_argv(Path("python"), cell, Path("/tmp/r.jsonl"), [], [], 2, 60)
     assert argv[argv.index("--seams-timeout") + 1] == "60" and argv[argv.index("-n") + 1] == "2"
 
 
 def test_chip_claims_are_one_per_process_and_free_again_when_it_ends(tmp_path, monkeypatch):
     # Two claims from one process conflict like two processes would (flock is per open file).
     monkeypatch.delenv("TPU_VISIBLE_CHIPS", raising=False)
-    monkeypatch.setattr(workers, "_held", [])
-    assert workers.claim_chip("tpu", tmp_path, 2) == 0 and os.environ["TPU_VISIBLE_CHIPS"] == "0"
+    monkeypatch.setattr(xdist_worker, "_held", [])
+    assert xdist_worker.claim_chip("tpu", tmp_path, 2) == 0 and os.environ["TPU_VISIBLE_CHIPS"] == "0"
     assert os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] == "true"
-    assert workers.claim_chip("tpu", tmp_path, 2) == 1 and os.environ["TPU_VISIBLE_CHIPS"] == "1"
+    assert xdist_worker.claim_chip("tpu", tmp_path, 2) == 1 and os.environ["TPU_VISIBLE_CHIPS"] == "1"
     with pytest.raises(RuntimeError, match="all 2 tpu chips are held"):
-        workers.claim_chip("tpu", tmp_path, 2)
-    for fh in workers._held:
+        xdist_worker.claim_chip("tpu", tmp_path, 2)
+    for fh in xdist_worker._held:
         fh.close()  # the process "ends": its locks go with it
-    workers._held.clear()
+    xdist_worker._held.clear()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5")
-    assert workers.claim_chip("gpu", tmp_path, 2) == 0 and os.environ["CUDA_VISIBLE_DEVICES"] == "4"
-    assert workers.claim_chip("cpu", tmp_path, 2) is None
+    assert xdist_worker.claim_chip("gpu", tmp_path, 2) == 0 and os.environ["CUDA_VISIBLE_DEVICES"] == "4"
+    assert xdist_worker.claim_chip("cpu", tmp_path, 2) is None
 
 
 def test_a_hung_test_is_killed_by_its_worker_and_its_stack_names_the_hang(tmp_path):
-    code = ("import sys, time; from pathlib import Path; from harness.run.workers import HangGuard\n"
+    code = ("import sys, time; from pathlib import Path; from harness.incell.xdist_worker import HangGuard\n"
             "g = HangGuard(Path(sys.argv[1]), 0.5); g.arm('suites/x.py::test_ok'); g.disarm()\n"
             "g.arm('suites/x.py::test_hangs')\n"
             "def hung_here(): time.sleep(30)\n"
@@ -87,11 +88,11 @@ def test_a_hung_test_is_killed_by_its_worker_and_its_stack_names_the_hang(tmp_pa
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, timeout=60)
     assert proc.returncode != 0 and time.monotonic() - start < 20, "faulthandler ended the worker at its deadline"
-    assert workers.hung_stack(tmp_path, "suites/x.py::test_ok") is None, "a disarmed test left nothing"
-    stack = workers.hung_stack(tmp_path, "suites/x.py::test_hangs")
+    assert xdist_worker.hung_stack(tmp_path, "suites/x.py::test_ok") is None, "a disarmed test left nothing"
+    stack = xdist_worker.hung_stack(tmp_path, "suites/x.py::test_hangs")
     assert stack is not None and stack.startswith("Timeout (")
     assert "hung_here" in "\n".join(stack.splitlines()[:4]), "the main thread's stack comes first"
-    assert workers.hung_stack(tmp_path, "suites/x.py::test_hangs") is None, "consumed once"
+    assert xdist_worker.hung_stack(tmp_path, "suites/x.py::test_hangs") is None, "consumed once"
 
 
 def test_the_watch_tracks_several_running_tests_and_times_out_the_oldest():

@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 from harness.bisect.probe import Prober
 from harness.bisect.report import ir_diff, render
 from harness.bisect.search import BAD, GOOD, bisect
-from harness.build.releases import between, list_versions, nearest
+from harness.build.releases import between, held_pins, list_versions, nearest
 from harness.build.cell import Cell
 from harness.errors import UserError
 
@@ -51,20 +51,6 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("reports/bisect"), help="probe results and the final report")
     p.add_argument("--markdown", type=Path, help="also write the final report as Markdown here")
     p.set_defaults(handler=cmd_bisect)
-
-
-def _held(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, ver = item.partition("==")
-        if not sep or not ver:
-            raise UserError(f"--with {item!r}: write PACKAGE==VERSION")
-        try:
-            Version(ver)
-        except InvalidVersion:
-            raise UserError(f"--with {item!r}: {ver!r} is not a PEP 440 version") from None
-        out[canonicalize_name(name)] = ver
-    return out
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
@@ -139,7 +125,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError(f"--good {good} is newer than --bad {bad}: keep --good the older bound "
                         "(to find where something got fixed, add --regress pass)")
     package = canonicalize_name(args.package)
-    held = _held(args.held)
+    held = held_pins(args.held)
     versions = list_versions(package, args.index_url, tuple(args.find_links), pre=args.pre)
     if package == "jax":  # jax moves with jaxlib: only versions both have are testable pairs
         jaxlibs = set(list_versions("jaxlib", args.index_url, tuple(args.find_links), args.pre))

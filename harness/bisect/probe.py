@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from harness.bisect.search import BAD, GOOD, SKIP
+from harness.build.releases import paired_pins
 from harness.build.cell import Cell
 from harness.run.cellrun import run_cell
 from harness.incell.compat import API_ABSENT, NOT_IN_CELL
@@ -36,17 +36,6 @@ class Answer:
     observations: dict[str, Any] = field(default_factory=dict)
     api_absent: bool = False
     cached: bool = False
-
-
-def paired_pins(package: str, version: str) -> dict[str, str]:
-    """The pins that move together: jax with jaxlib, torch_xla with its torch X.Y.0."""
-    pkg = canonicalize_name(package)
-    if pkg == "jax":
-        return {"jax": version, "jaxlib": version}
-    if pkg == "torch-xla":
-        v = Version(version)
-        return {"torch-xla": version, "torch": f"{v.major}.{v.minor}.0"}
-    return {pkg: version}
 
 
 def probe_cell(base: Cell, package: str, version: str, held: dict[str, str]) -> Cell:

@@ -15,8 +15,7 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from harness.bisect.probe import paired_pins
-from harness.build.releases import list_versions
+from harness.build.releases import list_versions, paired_pins
 from harness.build.cell import FLOATING, PYTHON, Cell
 from harness.errors import UserError
 

@@ -136,3 +136,29 @@ def nearest(versions: list[Version], wanted: Version) -> str:
     below = [v for v in versions if v < wanted]
     above = [v for v in versions if v > wanted]
     return ", ".join(str(v) for v in ([below[-1]] if below else []) + ([above[0]] if above else []))
+
+
+def paired_pins(package: str, version: str) -> dict[str, str]:
+    """The pins that move together: jax with jaxlib, torch_xla with its torch X.Y.0."""
+    pkg = canonicalize_name(package)
+    if pkg == "jax":
+        return {"jax": version, "jaxlib": version}
+    if pkg == "torch-xla":
+        v = Version(version)
+        return {"torch-xla": version, "torch": f"{v.major}.{v.minor}.0"}
+    return {pkg: version}
+
+
+def held_pins(items: list[str]) -> dict[str, str]:
+    """`--with PACKAGE==VERSION` items as pins (one-line error for anything else)."""
+    out = {}
+    for item in items:
+        name, sep, ver = item.partition("==")
+        if not sep or not ver:
+            raise UserError(f"--with {item!r}: write PACKAGE==VERSION")
+        try:
+            Version(ver)
+        except InvalidVersion:
+            raise UserError(f"--with {item!r}: {ver!r} is not a PEP 440 version") from None
+        out[canonicalize_name(name)] = ver
+    return out

@@ -30,8 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
-from harness.bisect.probe import paired_pins
-from harness.build.releases import list_versions
+from harness.build.releases import list_versions, paired_pins
 from harness.build.cell import PYTHON, Cell
 from harness.errors import UserError
 from harness.build.matrix import DEFAULT_MATRIX, MATRICES_DIR, Matrix, _build_cell, _check_keys, _Ctx, _device, _devices
@@ -188,7 +187,7 @@ def add_sweep_args(p) -> None:
 
 def matrix_from_args(matrix_files: list[Path] | None, args) -> Matrix | None:
     """The matrix the sweep options and sweep files describe, or None when there are none."""
-    from harness.bisect.cli import _held
+    from harness.build.releases import held_pins
     from harness.build.matrix import load_matrix
 
     specs = getattr(args, "sweep", None) or []
@@ -198,7 +197,7 @@ def matrix_from_args(matrix_files: list[Path] | None, args) -> Matrix | None:
         if getattr(args, "sweep_with", None) or getattr(args, "sweep_extra", None):
             raise UserError("--with and --sweep-extra only apply to --sweep")
         return None
-    held = _held(args.sweep_with)
+    held = held_pins(args.sweep_with)
     parts: list[Matrix] = [from_spec(s, held, tuple(args.sweep_extra), pre=args.pre, index_url=args.index_url)
                            for s in specs]
     parts += [load_sweep(Path(f)) for f in sweep_files]

@@ -1,9 +1,11 @@
-"""pytest plugin loaded inside every cell: crash-safe results, observations, expectations.
+"""pytest plugin loaded inside every cell: crash-safe results and observations, facts only.
 
 It extends pytest-reportlog (every report becomes one flushed JSON line) with:
 a RunInfo header, a TestStart line before each test (so a crash or hang names its test),
-the raw outcome and the scenario's observations on each report, and the verdict of the
-known-issues file applied in-run, so `pytest` exits non-zero only for news.
+the raw outcome and the scenario's observations on each report, and what was selected.
+It judges nothing: known issues and API ranges are policy, applied on the host (harness.judge),
+so a plain `pytest` run inside a cell shows every failure as it is, and this code needs only
+what a cell env installs.
 """
 
 from __future__ import annotations
@@ -17,12 +19,9 @@ import pytest
 from pytest_reportlog.plugin import ReportLogPlugin
 
 from harness.incell.resultsfile import file_tail, signal_name
-from harness.incell.runinfo import collect_run_info, installed_versions
-from harness.judge.expectations import Expectation, applicable_expectations, load_expectations, normalize_versions
-from harness.judge.apis import OBSERVATION as APIS_OBSERVATION, default_api_ranges, load_api_ranges
-from harness.incell.compat import reset_seen, seen_apis
-from harness.judge.verdicts import judge_case
-from harness.run import workers
+from harness.incell.runinfo import collect_run_info
+from harness.incell.compat import APIS_OBSERVATION, reset_seen, seen_apis
+from harness.incell import xdist_worker
 
 SCHEMA_VERSION = 1
 XDIST_EXIT_WAIT_S = 10  # how long xdist (NodeManager.EXIT_TIMEOUT) waits for a worker to exit before killing it
@@ -36,14 +35,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="cell name recorded in the results")
     group.addoption("--seams-device", metavar="TYPE", default=os.environ.get("SEAMS_DEVICE", "cpu"),
                     help="device type of this cell (cpu, gpu, tpu)")
-    group.addoption("--seams-expectations", metavar="PATH", default=os.environ.get("SEAMS_EXPECTATIONS"),
-                    help="known-issues YAML applied in-run (default: matrices/known_issues.yaml)")
     group.addoption("--seams-done", metavar="FILE",
                     help="JSON list of node ids already finished (exact match; deselected on resume)")
     group.addoption("--seams-pins", metavar="JSON", default=os.environ.get("SEAMS_PINS", "{}"),
                     help="the cell's pins, recorded in RunInfo")
-    group.addoption("--seams-apis", metavar="PATH", default=None,
-                    help="API release ranges judged in-run (default: $SEAMS_APIS or matrices/apis/)")
     group.addoption("--seams-timeout", metavar="S", type=float, default=None,
                     help="under xdist: each worker's deadline per test (past it: a timeout with the stack)")
     group.addoption("--seams-chips", metavar="N", type=int, default=None,
@@ -70,7 +65,7 @@ class ResultsLog(ReportLogPlugin):
 
     def pytest_sessionstart(self) -> None:
         cfg = self._config
-        shared_out = _xdist_workers(cfg) and cfg.getoption("seams_device") in workers.ACCELERATORS
+        shared_out = _xdist_workers(cfg) and cfg.getoption("seams_device") in xdist_worker.ACCELERATORS
         info = collect_run_info(with_devices=not shared_out)
         if shared_out:
             info["devices"] = {"note": "one chip per xdist worker; the controller does not open the device"}
@@ -98,17 +93,18 @@ class ResultsLog(ReportLogPlugin):
             super().pytest_runtest_logreport(report)
 
     def collected(self, ids: list[str]) -> None:
-        """The runner needs the full list to know what is left after a crash: written once per run."""
+        """The runner needs the full list to know what is left after a crash: written once per run,
+        with what narrowed it (a judge needs that: a stale known issue means something only for a
+        full run)."""
         if not self._collected:
             self._collected = True
-            self.write({"$report_type": "Collected", "count": len(ids), "nodeids": ids})
+            self.write({"$report_type": "Collected", "count": len(ids), "nodeids": ids,
+                        "selection": _selection(self._config)})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller collects nothing itself: the first worker's list is the cell's
         (xdist refuses to run if the workers' lists differ); a replaced worker's is not written again."""
-        if not self._collected:
-            _find_stale(self._config, list(ids))
         self.collected(list(ids))
 
     @pytest.hookimpl(optionalhook=True)
@@ -146,7 +142,7 @@ class ResultsLog(ReportLogPlugin):
         nodeid, node = report.nodeid, getattr(report, "node", None)
         worker = getattr(getattr(node, "gateway", None), "id", None)
         self._dead_workers.add(worker)
-        stack = workers.hung_stack(_hangs_dir(self._config), nodeid)
+        stack = xdist_worker.hung_stack(_hangs_dir(self._config), nodeid)
         if stack is not None:
             self.write({"$report_type": "TestTimeout", "nodeid": nodeid, "worker": worker,
                         "timeout_s": self._config.getoption("seams_timeout"), "stack": stack})
@@ -209,17 +205,17 @@ def _start_worker(config: pytest.Config) -> None:
     """Inside an xdist worker: take a chip (gpu/tpu) before the suites import jax, and arm a deadline
     per test when the harness gave one."""
     device = config.getoption("seams_device")
-    if device in workers.ACCELERATORS:
+    if device in xdist_worker.ACCELERATORS:
         chips = config.getoption("seams_chips") or int(config.workerinput.get("workercount", 1))
-        workers.claim_chip(device, _hangs_dir(config) / "chips", chips)
+        xdist_worker.claim_chip(device, _hangs_dir(config) / "chips", chips)
     timeout = config.getoption("seams_timeout")
     if timeout:
-        config.pluginmanager.register(_Deadline(workers.HangGuard(_hangs_dir(config), timeout)),
+        config.pluginmanager.register(_Deadline(xdist_worker.HangGuard(_hangs_dir(config), timeout)),
                                       "seams-deadline")
 
 
 class _Deadline:
-    def __init__(self, guard: workers.HangGuard) -> None:  # noqa: D107
+    def __init__(self, guard: xdist_worker.HangGuard) -> None:  # noqa: D107
         self.guard = guard
 
     @pytest.hookimpl(hookwrapper=True)
@@ -240,16 +236,6 @@ def pytest_configure(config: pytest.Config) -> None:
         log = ResultsLog(config, Path(path))
         config._seams_log = log
         config.pluginmanager.register(log, "seams-results-log")
-    exp_path = config.getoption("seams_expectations", None)
-    config._seams_expectations = load_expectations(Path(exp_path)) if exp_path else _default_expectations()
-    apis_path = config.getoption("seams_apis", None)
-    config._seams_api_ranges = load_api_ranges(Path(apis_path)) if apis_path else default_api_ranges()
-
-
-def _default_expectations() -> list[Expectation]:
-    from harness.judge.expectations import DEFAULT_PATH
-
-    return load_expectations(DEFAULT_PATH) if DEFAULT_PATH.exists() else []
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -268,10 +254,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
             f"env: {env or '(none set)'}"]
 
 
-def _installed_versions() -> dict[str, str | None]:
-    return installed_versions()
-
-
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     done_file = config.getoption("seams_done")
     if done_file:
@@ -280,24 +262,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         keep = [i for i in items if i.nodeid not in done]
         config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
         items[:] = keep
-    versions = _installed_versions()
-    config._seams_versions = versions
-    device = config.getoption("seams_device")
-    for item in items:
-        item._seams_expectations = applicable_expectations(config._seams_expectations, item.nodeid, versions, device)
-    _find_stale(config, [i.nodeid for i in items])
 
 
-def _find_stale(config: pytest.Config, nodeids: list[str]) -> None:
-    """Stale = applies here, yet covers nothing collected; only meaningful for a full-suite run."""
-    versions = getattr(config, "_seams_versions", None) or _installed_versions()
-    device = config.getoption("seams_device")
-    partial = bool(config.option.keyword or config.option.markexpr or config.getoption("seams_done")
-                   or any(a.rstrip("/") != "suites" for a in config.args))
-    config._seams_stale = [] if partial else [
-        e for e in config._seams_expectations
-        if e.applies(normalize_versions(versions), device) and not any(e.covers(n) for n in nodeids)
-    ]
+def _selection(config: pytest.Config) -> dict[str, Any]:
+    """What narrowed this run: -k, -m, paths or node ids other than the suites folder, a resume."""
+    return {"keyword": config.option.keyword or "", "markexpr": config.option.markexpr or "",
+            "args": [str(a) for a in config.args], "resumed": bool(config.getoption("seams_done"))}
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -350,42 +320,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     raw, etype, message = _raw_outcome(call)
     if call.when != "call" and raw == "pass":
         return  # setup/teardown that passed carries nothing new
-    if call.when == "teardown" and getattr(item, "_seams_judged", "pass") != "pass":
-        return  # the test already failed; one judgement per test
-    item._seams_judged = raw
+    if call.when == "teardown" and getattr(item, "_seams_recorded", "pass") != "pass":
+        return  # the test already failed; one record per test
+    item._seams_recorded = raw
     observations = dict(getattr(item, "_seams_observations", {}) or {})
     apis = seen_apis()
     if apis:
         observations[APIS_OBSERVATION] = apis
     if call.excinfo is not None and (example := _falsifying_example(call.excinfo.value)):
         observations["falsifying_example"] = example
-    config = item.config
-    v, exp = judge_case(raw, getattr(item, "_seams_expectations", []), message, observations,
-                        getattr(config, "_seams_versions", {}), getattr(config, "_seams_api_ranges", {}))
-    record = {"raw": raw, "verdict": v, "error_type": etype, "message": message,
-              "observations": observations}
-    if exp is not None:
-        record["expectation"] = {"id": exp.id, "expect": exp.expect, "link": exp.link, "reason": exp.reason}
+    record = {"raw": raw, "error_type": etype, "message": message, "observations": observations}
     report.user_properties.append(("seams", record))
-    if v == "known-bug":
-        # Shown as xfail: an expected failure does not fail the run.
-        report.outcome = "skipped"
-        report.wasxfail = f"known upstream issue {exp.id}: {exp.link}"
-    elif v == "fixed":
-        report.outcome = "failed"
-        report.longrepr = (f"[FIXED?] expected {exp.expect} per {exp.link} ({exp.reason}), "
-                           f"but it passed: a fix landed upstream - update {exp.source}")
-    elif v == "api-drift":
-        report.outcome = "failed"
-        report.longrepr = f"[API DRIFT] {exp.reason}"
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    stale = getattr(config, "_seams_stale", [])
-    for e in stale:
-        terminalreporter.write_line(
-            f"STALE expectation {e.id} ({e.source}) matched no collected test: {', '.join(e.tests)}", yellow=True)
-    log = getattr(config, "_seams_log", None)
-    if log is not None:
-        for e in stale:
-            log.write({"$report_type": "StaleExpectation", "id": e.id, "source": e.source, "tests": list(e.tests)})

@@ -21,12 +21,13 @@ from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
 from harness.build.yamlio import line_of, load_yaml
+from harness.incell.compat import APIS_OBSERVATION
 from harness.paths import MATRICES_DIR
 
 # One file per upstream project, so each helper family edits its own.
 DEFAULT_PATH = MATRICES_DIR / "apis"
 ENV_VAR = "SEAMS_APIS"
-OBSERVATION = "apis"  # observations key: {api name: present?}
+OBSERVATION = APIS_OBSERVATION  # observations key: {api name: present?}
 _KEYS = {"api", "package", "shipped", "evidence", "link", "note"}
 _ABSENT_MESSAGE = re.compile(r"^api absent: ([A-Za-z_][\w.]*(?:\([^)]*\))?)")
 

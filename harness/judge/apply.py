@@ -27,6 +27,8 @@ def apply_expectations(cells: list[CellResults], expectations: list[Expectation]
             found = applicable_expectations(expectations, case.nodeid, versions, cell.device)
             v, exp = judge_case(case.raw, found, case.message, case.observations, versions, ranges)
             case.verdict, case.expectation = v, _exp_dict(exp)
+        if _full_run(cell):
+            cell.stale = stale_expectations(expectations, cell.collected_ids or [], versions, cell.device)
         if cell.status == "env-error":
             # An env that cannot be built is a known bug if an issue says exactly that for this cell.
             found = [e for e in expectations
@@ -39,3 +41,21 @@ def apply_expectations(cells: list[CellResults], expectations: list[Expectation]
             cell.verdict = "incomplete"
         else:
             cell.verdict = "complete"
+
+
+def _full_run(cell: CellResults) -> bool:
+    """Whether the cell ran the whole suite: only then does a known issue that covers nothing mean
+    it went stale (a run narrowed by -k, -m or node ids simply did not collect its tests)."""
+    sel = cell.selection
+    if sel is None or cell.collected_ids is None:
+        return False  # results from before the plugin recorded its selection: keep what they say
+    return (not sel.get("keyword") and not sel.get("markexpr") and not sel.get("resumed")
+            and all(str(a).rstrip("/") == "suites" for a in sel.get("args") or ["suites"]))
+
+
+def stale_expectations(expectations: list[Expectation], collected: list[str], versions: Mapping[str, str | None],
+                       device: str) -> list[dict]:
+    """Known issues that apply to these versions and device yet cover no collected case."""
+    norm = normalize_versions(versions)
+    return [{"id": e.id, "source": str(e.source), "tests": list(e.tests)} for e in expectations
+            if e.applies(norm, device) and not any(e.covers(n) for n in collected)]

@@ -74,6 +74,8 @@ class CellResults:
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
+    collected_ids: list[str] | None = None  # what the first pytest of the cell collected
+    selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
 
     def versions(self) -> dict[str, str]:
         """Installed versions as the run reported them, else the pins (env-error cells)."""
@@ -212,6 +214,8 @@ def read_results(path: Path) -> CellResults:
             # The first one lists the whole selection; a resumed pytest lists only what was left.
             collected = rec["count"]
             collected_ids = list(rec["nodeids"]) if isinstance(rec.get("nodeids"), list) else None
+            res.collected_ids = collected_ids
+            res.selection = rec["selection"] if isinstance(rec.get("selection"), dict) else None
         elif kind == "CollectReport" and rec.get("outcome") == "failed":
             nodeid = rec.get("nodeid") if isinstance(rec.get("nodeid"), str) and rec.get("nodeid") else "(collection)"
             res.cases.setdefault(nodeid, Case(nodeid, "error", message=_collect_message(rec.get("longrepr")),

@@ -109,24 +109,3 @@ def since_summary(report: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"case": case["id"], "package": line["package"], "device": line["device"],
                         "cells": line["cells"], "states": [s for _, s in states], **summarize_case(states)})
     return out
-
-
-def render_since_markdown(rows: list[dict[str, Any]]) -> str:
-    """The report.md section: cases that do not pass everywhere along a line, with first bad / last good."""
-    shown = [r for r in rows if r["first_bad"] or r["transitions"] or "fails" in r["summary"]]
-    if not rows:
-        return ""
-    passing = sum(r["summary"].startswith("passes") for r in rows)
-    never = sum(r["summary"].startswith("no release") for r in rows)
-    lines = ["", "## Since which release", "",
-             f"{len(rows)} case x version-line pairs: {passing} pass in every release tested, "
-             f"{never} ran in none (skipped or not built), {len(shown)} below.", ""]
-    if shown:
-        lines += ["| case | along | first bad | last good | summary |", "|---|---|---|---|---|"]
-        from harness.report.markdown import md_code, md_text
-
-        for r in sorted(shown, key=lambda r: (r["package"], r["case"])):
-            along = md_text(f"{r['package']} ({r['cells'][0]}..{r['cells'][-1]})")
-            lines.append(f"| {md_code(r['case'])} | {along} | {md_text(r['first_bad'] or '-')} | "
-                         f"{md_text(r['last_good'] or '-')} | {md_text(r['summary'])} |")
-    return "\n".join(lines) + "\n"

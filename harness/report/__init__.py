@@ -13,12 +13,12 @@ from harness.report.html import render_html
 from harness.judge.apply import apply_expectations
 from harness.judge.coverage import gap_headline
 from harness.report.junit import render_junit
-from harness.report.markdown import render_markdown
+from harness.report.markdown import render_markdown, render_since_markdown
 from harness.report.model import build_report
 from harness.report.repro import write_repros
 from harness.judge.results import read_many
 from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
-from harness.judge.since import render_since_markdown, since_summary
+from harness.judge.since import since_summary
 
 MAX_REPROS = 500
 

@@ -122,3 +122,22 @@ def render_coverage_markdown(gaps: dict[str, list[dict[str, Any]]]) -> list[str]
                 for g in gaps["fixable"]]
         out.append("")
     return out
+
+
+def render_since_markdown(rows: list[dict[str, Any]]) -> str:
+    """The report.md section: cases that do not pass everywhere along a line, with first bad / last good."""
+    shown = [r for r in rows if r["first_bad"] or r["transitions"] or "fails" in r["summary"]]
+    if not rows:
+        return ""
+    passing = sum(r["summary"].startswith("passes") for r in rows)
+    never = sum(r["summary"].startswith("no release") for r in rows)
+    lines = ["", "## Since which release", "",
+             f"{len(rows)} case x version-line pairs: {passing} pass in every release tested, "
+             f"{never} ran in none (skipped or not built), {len(shown)} below.", ""]
+    if shown:
+        lines += ["| case | along | first bad | last good | summary |", "|---|---|---|---|---|"]
+        for r in sorted(shown, key=lambda r: (r["package"], r["case"])):
+            along = md_text(f"{r['package']} ({r['cells'][0]}..{r['cells'][-1]})")
+            lines.append(f"| {md_code(r['case'])} | {along} | {md_text(r['first_bad'] or '-')} | "
+                         f"{md_text(r['last_good'] or '-')} | {md_text(r['summary'])} |")
+    return "\n".join(lines) + "\n"

@@ -45,6 +45,15 @@ EXIT_TIMEOUT_S = 60  # from the last test's end (or pytest's session end) to the
 _POLL_S = 0.2
 
 ProgressFn = Callable[[str, dict], None]
+# (nodeid, raw, message, observations, versions, device) -> verdict: the judge's, handed down by the
+# caller (harness.judge.live); the runner itself judges nothing.
+CaseJudge = Callable[[str, str, "str | None", dict, dict, str], str]
+_RAW_SHOWN = {"pass": "ok", "skip": "skipped"}
+
+
+def _unjudged(_nodeid: str, raw: str, *_: object) -> str:
+    """Without a judge (a bisect probe), progress shows the raw outcome."""
+    return _RAW_SHOWN.get(raw, raw)
 
 
 @dataclass
@@ -77,6 +86,9 @@ class _Watch:
     attempt_started: float = 0.0
     done_since: float | None = None
     workers_died: int = 0  # this attempt: xdist workers that died on a test (recorded by the plugin)
+    judge: CaseJudge = _unjudged
+    device: str = "cpu"
+    versions: dict = field(default_factory=dict)  # from the cell's RunInfo: what the judge needs
 
     def begin_attempt(self) -> None:
         """A new pytest process starts: its collection and exit are timed afresh."""
@@ -105,7 +117,9 @@ class _Watch:
 
     def feed(self, rec: dict, progress: ProgressFn, cell: str) -> None:
         kind = rec.get("$report_type")
-        if kind == "Collected":
+        if kind == "RunInfo" and isinstance(rec.get("versions"), dict):
+            self.versions = rec["versions"]
+        elif kind == "Collected":
             if self.attempt_collected is None:
                 self.attempt_collected = list(rec.get("nodeids", []))
                 self._check_done()
@@ -139,9 +153,11 @@ class _Watch:
         elif kind == "TestReport":
             for name, value in rec.get("user_properties") or []:
                 if name == "seams":
-                    self.count(value["raw"], value["verdict"])
+                    verdict = self.judge(rec["nodeid"], value["raw"], value.get("message"),
+                                         value.get("observations") or {}, self.versions, self.device)
+                    self.count(value["raw"], verdict)
                     progress(cell, {"event": "test", "nodeid": rec["nodeid"], "raw": value["raw"],
-                                    "verdict": value["verdict"], "done": len(self.finished) + 1,
+                                    "verdict": verdict, "done": len(self.finished) + 1,
                                     "total": len(self.collected or [])})
             if rec.get("when") == "teardown":
                 self.finish(rec["nodeid"])
@@ -185,7 +201,7 @@ def run_cell(
     results: Path,
     pytest_args: Sequence[str] = (),
     *,
-    expectations: Path | None = None,
+    judge: CaseJudge | None = None,
     timeout_s: int | None = None,
     progress: ProgressFn = lambda _c, _e: None,
     log_dir: Path | None = None,
@@ -200,6 +216,8 @@ def run_cell(
     env_provider lets a caller hand over an env it is already building in the background
     (`harness run` prepares the next cell's env while the current one runs its tests).
     xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.run.workers).
+    judge: the verdict of each finished case for the progress lines (harness.judge.live); the results
+    file holds raw outcomes only, judged again by every report.
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
     results = Path(results)
@@ -210,13 +228,13 @@ def run_cell(
     except Timeout:
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
-        return _run_locked(cell, results, pytest_args, expectations, timeout_s or cell.timeout_s, phases,
+        return _run_locked(cell, results, pytest_args, judge or _unjudged, timeout_s or cell.timeout_s, phases,
                            progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist)
     finally:
         lock.release()
 
 
-def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
+def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: CaseJudge,
                 timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
                 env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int) -> CellRun:
     start = time.monotonic()
@@ -240,7 +258,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
         return run
 
     try:
-        return _run_started(cell, results, pytest_args, expectations, timeout_s, phases, progress, log_dir,
+        return _run_started(cell, results, pytest_args, judge, timeout_s, phases, progress, log_dir,
                             extra_env, env_provider, run, end, xdist)
     except BaseException as exc:
         # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
@@ -254,7 +272,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], expectati
         raise
 
 
-def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectations: Path | None,
+def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: CaseJudge,
                  timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
                  extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
                  run: CellRun, end: Callable[..., CellRun], xdist: int) -> CellRun:
@@ -277,7 +295,7 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{cell.name}.log"
     log_path.write_text("")
-    watch = _Watch()
+    watch = _Watch(judge=judge, device=cell.device)
     tail = Tail(results)
     skip: list[str] = []
     exitstatus = None
@@ -285,7 +303,7 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], expectat
     run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path)}
     xdist_mode = bool(xdist) or user_chose(pytest_args)
     for _attempt in range(MAX_RESUMES):
-        argv = _pytest_argv(env.python, cell, results, expectations, skip, pytest_args, xdist, timeout_s,
+        argv = _pytest_argv(env.python, cell, results, skip, pytest_args, xdist, timeout_s,
                             serial=not xdist_mode)
         # Under xdist each worker times its own tests (and records the stack); the harness's deadline
         # is only the backstop, so it comes later.
@@ -412,7 +430,7 @@ def _telling_line(log_path: Path) -> str:
     return ""
 
 
-def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | None,
+def _pytest_argv(python: Path, cell: Cell, results: Path,
                  skip: Sequence[str], pytest_args: Sequence[str], xdist: int = 0, timeout_s: int = 0,
                  serial: bool = False) -> list[str]:
     argv = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO),
@@ -420,8 +438,6 @@ def _pytest_argv(python: Path, cell: Cell, results: Path, expectations: Path | N
             "--seams-pins", json.dumps(cell.pins), "-q", "-rfEsx",
             # One module that fails to import is recorded as its own error; the others still run.
             "--continue-on-collection-errors"]
-    if expectations is not None:
-        argv += ["--seams-expectations", str(expectations)]
     argv += xdist_args(xdist, list(pytest_args))
     if xdist or user_chose(pytest_args):  # read only by xdist workers: the deadline each one arms
         argv += ["--seams-timeout", str(timeout_s)]

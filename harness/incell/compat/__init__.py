@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import NoReturn
 
 API_ABSENT = "api absent"
+APIS_OBSERVATION = "apis"  # the observation key the plugin records what was probed under
 NOT_IN_CELL = "not in cell"
 
 # What the running case probed: {api name: present?}. Reset by the plugin before each test.

@@ -43,7 +43,9 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
                    help="what 'bad' means: fail (default: fail/error/crash/timeout), crash, pass (bisect a fix), "
                         "or error-matches:REGEX")
     p.add_argument("--script", nargs=argparse.REMAINDER,
-                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python")
+                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python. "
+                        "A single FILE.py (a standalone reproducer from `harness report`'s repro/) runs isolated with the "
+                        "probe's python; an import error of the bisected package counts as api absent (skip)")
     p.add_argument("--index-url", help="package index for listing and installing (e.g. a nightly index)")
     p.add_argument("--find-links", action="append", default=[], help="extra wheel folder/page (repeatable)")
     p.add_argument("--pre", action="store_true", help="include pre-releases and .dev nightlies")
@@ -130,6 +132,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise UserError("bisect needs --package, --good and --bad (or --from-report)")
     if not args.script and not args.test_id:
         raise UserError("bisect needs a TEST_ID or --script CMD ...")
+    if args.script and len(args.script) == 1 and args.script[0].endswith(".py") and not Path(args.script[0]).is_file():
+        raise UserError(f"--script {args.script[0]}: no such file")
     if args.test_id:
         from harness.report.repro import test_source
 
@@ -177,7 +181,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         summary["conclusion"] = (f"fixed in {package} {summary['first_bad']}: the first release where it passes "
                                  f"(last failing: {summary['last_good']})")
     summary.update({"regress": prober.regress, "target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
-                    "script": args.script, "order": [str(v) for v in span], "n_between": n_between,
+                    "script": args.script, "script_text": _script_text(args.script), "order": [str(v) for v in span], "n_between": n_between,
                     "probes_run": prober.runs, "cached": sum(a.cached for a in prober.answers.values()),
                     "wall_s": time.monotonic() - t0, "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
     first_bad_cell = prober.cell_for(summary["first_bad"]) if summary.get("first_bad") else None
@@ -185,6 +189,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(render(summary, answers, first_bad_cell, markdown=False))
     md = render(summary, answers, first_bad_cell, markdown=True)
     (args.out / "bisect.md").write_text(md)
+    issue = _issue_markdown(summary, first_bad_cell, md)
+    if issue:
+        (args.out / "issue.md").write_text(issue)
     if args.markdown:
         args.markdown.write_text(md)
     if args.to_commit and summary.get("first_bad"):
@@ -217,6 +224,32 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
     if args.markdown:
         args.markdown.write_text((args.markdown.read_text() + "\n" if append and args.markdown.exists() else "") + md)
     return 0 if summary.get("first_bad") else 1
+
+
+def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: str) -> str | None:
+    """issue.md: the first bad release's result in the one issue form (harness.report.issue_body),
+    with this bisection and the standalone script (the one bisected, or the case's exported one)."""
+    from harness.report.repro import repro_markdown, script_for
+
+    fb = summary.get("first_bad_answer")
+    if first_bad_cell is None or fb is None:
+        return None
+    desc = first_bad_cell.describe()
+    cell = {**desc, "versions": dict(first_bad_cell.pins), "env": desc["env"]}
+    result = {"raw": fb.raw if fb.raw in ("fail", "error", "crash", "pass") else "fail", "verdict": "bad",
+              "message": fb.message}
+    case = summary.get("test_id")
+    script = summary.get("script_text") or script_for(case, cell, result)
+    name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1] if summary.get("script_text") else "repro.py"
+    return repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
+
+
+def _script_text(script: list[str] | None) -> str | None:
+    """The exported reproducer's text, embedded in the bisection's report (None for a command)."""
+    from harness.bisect.probe import script_file
+
+    path = script_file(script)
+    return path.read_text(encoding="utf-8", errors="replace") if path else None
 
 
 def _check_params(test_id: str) -> None:

@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from harness.build.devices import EXTRAS, PJRT
+from harness.build.devices import PJRT, device_extra
 
 PYTHON = "3.11"
 # What the harness plugin needs inside every cell, besides the pins.
@@ -52,7 +52,7 @@ class Cell:
 
                 reqs.append(requirement(pkg, self.sources[pkg]))
                 continue
-            extra = EXTRAS.get(self.device, {}).get(pkg)
+            extra = device_extra(self.device, pkg, list(self.pins))
             reqs.append(f"{pkg}[{extra}]=={ver}" if extra else f"{pkg}=={ver}")
         return reqs + list(self.extras) + list(RUNTIME_REQUIREMENTS)
 

@@ -30,6 +30,7 @@ from filelock import FileLock
 
 from harness import lifeline
 from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
+from harness.build.devices import runtime_packages
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -134,7 +135,11 @@ def verify(python: Path, cell: Cell, installed_from: dict[str, Path] | None = No
 
     installed_from = installed_from or {}
     env = {**os.environ, **cell.run_env()}
-    proc = _run([str(python), "-c", _VERIFY, json.dumps(cell.pins), json.dumps(IMPORT_NAMES),
+    # The device's runtime (libtpu, jax's CUDA plugin) is checked too: installed and importable, any
+    # version (the recipe's extra chose it). Importing it starts no device, so this holds anywhere.
+    runtime = runtime_packages(cell.device, list(cell.pins))
+    wanted = {**{d: None for d in runtime}, **cell.pins}
+    proc = _run([str(python), "-c", _VERIFY, json.dumps(wanted), json.dumps({**IMPORT_NAMES, **runtime}),
                  json.dumps(sorted(installed_from))], env, 600, f"the version check of {cell.name}")
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
@@ -143,12 +148,13 @@ def verify(python: Path, cell: Cell, installed_from: dict[str, Path] | None = No
     versions: dict[str, str] = {}
     for dist, rec in report.items():
         if "error" in rec:
-            raise EnvError(f"{dist}=={rec['pinned']}: {rec['error']}")
+            what = f"{dist}=={rec['pinned']}" if rec["pinned"] is not None else f"{dist} ({cell.device} runtime)"
+            raise EnvError(f"{what}: {rec['error']}")
         if dist in installed_from:
             _check_source(dist, rec, installed_from[dist], python, cell)
             versions[dist] = rec["dist"]
             continue
-        for key in ("dist", "reported"):
+        for key in ("dist", "reported") if rec["pinned"] is not None else ():
             got = rec.get(key)
             if got is not None and Version(got).public != Version(rec["pinned"]).public:
                 raise EnvError(f"{dist}: pinned {rec['pinned']} but {'installed' if key == 'dist' else 'import reports'} {got}")

@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from harness.build.startup_env import is_startup_var
 from harness.build.cell import FLOATING, Cell
 from harness.build.devices import DEVICE_TYPES
 from harness.build.sources import spec_from_yaml
@@ -184,6 +185,9 @@ def _env(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
             raise ctx.err(node, k, f"env: {k!r} is not an environment variable name (A-Z, 0-9, _)")
         if isinstance(v, bool) or not isinstance(v, _SCALARS) or "\x00" in str(v):
             raise ctx.err(node, k, f"env: {k}: {v!r} is not a string or number (quote it: '1')")
+        if is_startup_var(k):
+            raise ctx.err(node, k, f"env: {k} changes which code pytest or Python runs, so a cell may not set it; "
+                                   "put pytest options after `--` on the command line")
     return {k: str(v) for k, v in node.items()}
 
 

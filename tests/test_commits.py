@@ -256,3 +256,16 @@ def test_news_goes_on_into_commits_where_a_repository_is_configured():
     assert commit_args("torchax", {"SEAMS_REPO_TORCHAX": "https://github.com/pytorch/xla", "SEAMS_SUBDIR_TORCHAX": "torchax"}) == [
         "--to-commit", "--repo", "https://github.com/pytorch/xla", "--subdir", "torchax"]
     assert commit_args("torch-xla", {"SEAMS_REPO_TORCH_XLA": "/src/xla"}) == []  # not pure Python
+
+
+@pytest.mark.parametrize("reason, kept", [
+    ("uv: Failed to build `seamtoy @ file:///x/seamtoy-1db3fb28ac92`", True),
+    ("commit 1db3fb28ac92 cannot be probed: no released jaxlib in [0.9.0, 0.9.0]", True),
+    ("jax==0.5.4+gc18139ba7b: import jax failed: RuntimeError: jaxlib version 0.5.3 is older than 0.6.0", True),
+    ("jax==0.5.4+gc18139ba7b: import jax failed: MemoryError: ", False),
+    ("uv: Failed to fetch: `https://pypi.org/simple/jaxlib/`", False),
+])
+def test_what_a_commit_cannot_do_is_a_fact_worth_caching(reason, kept):
+    from harness.bisect.probe import definite
+
+    assert definite(Answer("x", "skip", "env-error", reason=reason)) is kept

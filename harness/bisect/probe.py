@@ -75,8 +75,11 @@ def classify(raw: str, message: str | None, regress: str) -> str:
 # Signals that come from outside the code under test (the OOM killer, a user, the harness stopping).
 _OUTSIDE_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
 # uv's words for "these pins cannot be installed together": a fact about the versions, worth keeping.
+# A commit's tree that does not build, does not import with its paired binary, or cannot be paired at
+# all is as much a fact about that commit (harness.bisect.commits): kept, not probed twice.
 _RESOLVER_SAYS = re.compile(r"no solution found|unsatisfiable|depends on|requires-python|no matching distribution|"
-                            r"not found in the package registry|no version of|pinned \S+ but", re.IGNORECASE)
+                            r"not found in the package registry|no version of|pinned \S+ but|"
+                            r"failed to build|import \S+ failed: (?!.*(?:memory|killed))|cannot be probed", re.IGNORECASE)
 
 
 def definite(ans: Answer) -> bool:

@@ -211,7 +211,8 @@ def test_real_bisection_finds_the_seeded_commit_around_an_unbuildable_one(tmp_pa
     skips = int(re.search(r"skipped: (\d+)", proc.stdout).group(1))
     search = int(re.search(r"\((\d+) by the search", proc.stdout).group(1))
     assert skips == 1 and search <= math.ceil(math.log2(12)) + skips, proc.stdout
-    assert re.search(rf"{toy.unbuildable[0][:12]} \S+ skip\s+env-error .*uv", proc.stdout), proc.stdout
+    assert re.search(rf"{toy.unbuildable[0][:12]} \S+ skip\s+env-error .*uv: Failed to build .*TOML parse error",
+                     proc.stdout), proc.stdout
     assert "assert 7 == 6" in proc.stdout  # the error at the first bad commit
     again = _harness(tmp_path, *args)
     assert again.returncode == 0 and "probes run: 0" in again.stdout
@@ -264,6 +265,7 @@ def test_news_goes_on_into_commits_where_a_repository_is_configured():
     ("jax==0.5.4+gc18139ba7b: import jax failed: RuntimeError: jaxlib version 0.5.3 is older than 0.6.0", True),
     ("jax==0.5.4+gc18139ba7b: import jax failed: MemoryError: ", False),
     ("uv: Failed to fetch: `https://pypi.org/simple/jaxlib/`", False),
+    ("uv: Failed to build `jax @ file:///x`: Failed to fetch: `https://pypi.org/simple/setuptools/`", False),
 ])
 def test_what_a_commit_cannot_do_is_a_fact_worth_caching(reason, kept):
     from harness.bisect.probe import definite

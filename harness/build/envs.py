@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -116,6 +117,12 @@ def env_dir(cell: Cell) -> Path:
 def _one_line(text: str) -> str:
     """The most telling line of a uv error: its 'cause:' (why) if any, else the first error line."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    causes = [ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith(("cause:", "caused by:"))]
+    if lines and lines[0].lower().startswith("error: failed to build") and causes:
+        # A source that does not build: what failed, then the innermost cause (the file and line).
+        # The exported folder's temporary path means nothing to a reader: name the package.
+        what = re.sub(r"`([\w.-]+) @ file://\S+`", r"`\1`", lines[0].removeprefix("error: "))
+        return f"{what}: {causes[-1]}"[:400]
     for ln in lines:
         if ln.lower().startswith(("cause:", "caused by:")):
             return ln.split(":", 1)[1].strip()[:400]

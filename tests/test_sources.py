@@ -266,3 +266,17 @@ def test_the_report_names_a_cells_sources(tmp_path):
     assert _sources(rec) == {"jax": "/src/jax@75e4279e32b0", "seamtoy": "/w@aaaaaaaaaaaa (dirty)",
                              "flax": "/d/flax.whl sha256:cccccccccccc"}
     assert _sources(["x"]) == {} and _sources(None) == {}
+
+
+def test_seams_with_is_read_like_the_command_line(toy, tmp_path):
+    from harness.build.sources import with_items
+
+    assert with_items(["a=b"], {"SEAMS_WITH": "jax=../jax 'torchax=/a b@main'"}) == ["a=b", "jax=../jax", "torchax=/a b@main"]
+    with pytest.raises(SourceError, match="SEAMS_WITH"):
+        with_items([], {"SEAMS_WITH": "jax='unclosed"})
+    m = tmp_path / "m.yaml"  # tox hands SEAMS_* to `harness run --cell ENV`: the same check, the same one line
+    m.write_text(f"schema: 1\ninclude:\n  - {{name: toy-cpu, pins: {{seamtoy: {{git: {toy.path}, ref: HEAD}}}}}}\n")
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out", str(tmp_path / "o")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "SEAMS_WITH": f"seamtoy={toy.path}@no-such-ref"})
+    assert proc.returncode == 2 and "no commit 'no-such-ref'" in proc.stderr

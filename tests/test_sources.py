@@ -280,3 +280,26 @@ def test_seams_with_is_read_like_the_command_line(toy, tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "SEAMS_WITH": f"seamtoy={toy.path}@no-such-ref"})
     assert proc.returncode == 2 and "no commit 'no-such-ref'" in proc.stderr
+
+
+@pytest.mark.parametrize("rec, why", [
+    ({"dist": "1.0.0", "direct_url": None}, "installed from the index, not from its source"),
+    ({"dist": "1.0.0", "direct_url": "file:///elsewhere/seamtoy"}, "installed from file:///elsewhere/seamtoy"),
+    ({"dist": "1.0.0", "direct_url": "SRC", "file": "/work/seamtoy/__init__.py"}, "outside the env"),
+    ({"dist": "2.0.0", "direct_url": "SRC", "file": "ENV/lib/python3.11/site-packages/seamtoy/__init__.py"},
+     "the tree declares 1.0.0 but the build installed 2.0.0"),
+])
+def test_the_version_check_wants_the_build_of_that_source(tmp_path, rec, why):
+    from harness.build.envs import EnvError, _check_source
+
+    src_dir, env = tmp_path / "src" / "seamtoy-abc", tmp_path / "env"
+    src_dir.mkdir(parents=True)
+    (env / "bin").mkdir(parents=True)
+    rec = {k: str(v).replace("SRC", src_dir.as_uri()).replace("ENV", str(env)) if isinstance(v, str) else v
+           for k, v in rec.items()}
+    cell = _cell(sources={"seamtoy": {"version": "1.0.0"}})
+    with pytest.raises(EnvError, match=why):
+        _check_source("seamtoy", rec, src_dir, env / "bin" / "python", cell)
+    good = {"dist": "1.0.0.dev20261123", "direct_url": src_dir.as_uri(),
+            "file": str(env / "lib/python3.11/site-packages/seamtoy/__init__.py")}
+    _check_source("seamtoy", good, src_dir, env / "bin" / "python", cell)  # a .dev build of the declared release

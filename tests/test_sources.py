@@ -303,3 +303,24 @@ def test_the_version_check_wants_the_build_of_that_source(tmp_path, rec, why):
     good = {"dist": "1.0.0.dev20261123", "direct_url": src_dir.as_uri(),
             "file": str(env / "lib/python3.11/site-packages/seamtoy/__init__.py")}
     _check_source("seamtoy", good, src_dir, env / "bin" / "python", cell)  # a .dev build of the declared release
+
+
+def test_a_package_in_a_folder_of_a_bigger_repository(tmp_path):
+    """`subdir:` (torchax inside pytorch/xla): resolved, named and exported from that folder only."""
+    from tests.toyrepo import GOOD_CODE, PYPROJECT
+
+    repo = tmp_path / "big"
+    (repo / "torchax" / "seamtoy").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "setup.py").write_text("raise SystemExit('the outer project, not this package')\n")
+    (repo / "torchax" / "pyproject.toml").write_text(PYPROJECT.format(version="0.3.0"))
+    (repo / "torchax" / "seamtoy" / "__init__.py").write_text(GOOD_CODE)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    src = resolve_source("seamtoy", {"kind": "git", "location": str(repo), "ref": "main", "subdir": "torchax"})
+    assert src["version"] == "0.3.0" and src["paths"] == ["pyproject.toml", "seamtoy"]
+    assert resolve_cell(_cell(sources={"seamtoy": src})).install_line().endswith(f"@{src['sha']}#subdirectory=torchax'")
+    out = materialize("seamtoy", src, tmp_path / "x")
+    assert sorted(p.name for p in out.iterdir()) == ["pyproject.toml", "seamtoy"]
+    tree = resolve_source("seamtoy", {"kind": "path", "location": str(repo), "subdir": "torchax"})
+    assert tree["version"] == "0.3.0" and tree["dirty"] is False

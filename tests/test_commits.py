@@ -271,3 +271,27 @@ def test_what_a_commit_cannot_do_is_a_fact_worth_caching(reason, kept):
     from harness.bisect.probe import definite
 
     assert definite(Answer("x", "skip", "env-error", reason=reason)) is kept
+
+
+def test_ctrl_c_mid_bisection_then_a_rerun_resumes(tmp_path, monkeypatch, capsys, toy):
+    truth = _fake_truth(toy, 7, set())
+    done: list[str] = []
+
+    def interrupted(self, cell, version):
+        if len(done) == 2:
+            raise KeyboardInterrupt  # Ctrl-C during the third probe
+        done.append(version)
+        return truth(self, cell, version)
+    monkeypatch.setattr(Prober, "_run_test", interrupted)
+    rc, _ = _bisect_in_process(toy, tmp_path, monkeypatch, capsys)
+    assert rc == 130 and len(done) == 2
+    again: list[str] = []
+
+    def counted(self, cell, version):
+        again.append(version)
+        return truth(self, cell, version)
+    monkeypatch.setattr(Prober, "_run_test", counted)
+    rc, out = _bisect_in_process(toy, tmp_path, monkeypatch, capsys)
+    assert rc == 0 and f"first bad commit: {toy.regression}" in out
+    assert not set(again) & set(done), "the two finished probes were not run again"
+    assert "cached answers reused: 2" in out

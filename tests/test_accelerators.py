@@ -404,3 +404,15 @@ def test_an_env_with_its_runtime_reports_the_runtimes_version(tmp_path):
     assert got == {"libtpu": "0.0.13", "jax": "0.6.0"}
     # the same env is fine for a cpu cell: no runtime is asked of it
     assert verify(python, Cell(name="t-cpu", device="cpu", pins={"jax": "0.6.0"})) == {"jax": "0.6.0"}
+
+
+def test_a_bad_backend_deadline_stops_the_run_before_any_env_is_built(tmp_path):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", str(MATRICES_DIR / "accelerators.yaml"),
+                           "--cell", "jax060-tpu", "--out", str(tmp_path)],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SEAMS_BACKEND_TIMEOUT_S": "soon", "SEAMS_ENVS_DIR": str(tmp_path / "envs")})
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: SEAMS_BACKEND_TIMEOUT_S='soon': must be a positive whole number of seconds")
+    assert not (tmp_path / "envs").exists()

@@ -134,6 +134,9 @@ def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None =
     child_env = {**os.environ, **cell.run_env(), **env, "PYTHONUNBUFFERED": "1"}
     child_env.pop("VIRTUAL_ENV", None)
     child_env.pop("PYTHONPATH", None)
+    # Starting the client is the question, not its memory: without this jax's GPU client reserves
+    # 75% of the GPU's memory as it starts (released when the probe exits).
+    child_env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     start = time.monotonic()
     # Output goes to files, of which only the tails are read: a runtime that floods its log for the
     # whole deadline costs disk in a temporary file, not the harness's memory.

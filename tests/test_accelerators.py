@@ -416,3 +416,11 @@ def test_a_bad_backend_deadline_stops_the_run_before_any_env_is_built(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "error: SEAMS_BACKEND_TIMEOUT_S='soon': must be a positive whole number of seconds")
     assert not (tmp_path / "envs").exists()
+
+
+@pytest.mark.parametrize("device,want", [("gpu", "cuda,cpu"), ("tpu", "tpu,cpu"), ("cpu", None)])
+def test_an_accelerator_cell_never_falls_back_to_the_host_quietly(device, want):
+    cell = Cell(name=f"c-{device}", device=device, pins={"jax": "0.6.0"})
+    assert cell.run_env().get("JAX_PLATFORMS") == want
+    mine = Cell(name=f"m-{device}", device=device, pins={"jax": "0.6.0"}, env={"JAX_PLATFORMS": "cuda"})
+    assert mine.run_env()["JAX_PLATFORMS"] == "cuda", "a cell's own env wins"

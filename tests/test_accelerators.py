@@ -424,3 +424,10 @@ def test_an_accelerator_cell_never_falls_back_to_the_host_quietly(device, want):
     assert cell.run_env().get("JAX_PLATFORMS") == want
     mine = Cell(name=f"m-{device}", device=device, pins={"jax": "0.6.0"}, env={"JAX_PLATFORMS": "cuda"})
     assert mine.run_env()["JAX_PLATFORMS"] == "cuda", "a cell's own env wins"
+
+
+@pytest.mark.parametrize("xdist,chips,want", [(0, 1, 0), (2, 1, 1), (4, 8, 4), (8, 8, 8), (2, 0, 2)])
+def test_an_accelerator_cell_never_gets_more_xdist_workers_than_its_backend_has_chips(xdist, chips, want):
+    from harness.run.backend import workers_for_chips
+
+    assert workers_for_chips(xdist, chips) == want

@@ -120,6 +120,12 @@ def needs_probe(cell: Cell) -> bool:
     return cell.device != "cpu"
 
 
+def workers_for_chips(xdist: int, chips: int) -> int:
+    """xdist workers for an accelerator cell, one chip each: never more than the devices the backend
+    showed (the chip policy numbers chips 0..N-1; a worker past the last one would see no device)."""
+    return min(xdist, chips) if xdist and chips > 0 else xdist
+
+
 def _framework(cell: Cell) -> str:
     pins = {k.replace("_", "-") for k in cell.pins}
     return "jax" if "jax" in pins or "torch-xla" not in pins else "torch_xla"

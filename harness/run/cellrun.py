@@ -35,7 +35,7 @@ from harness.build.devices import available, not_run_reason
 from harness.build.envs import Env, EnvError, ensure_env, verify
 from harness.errors import UserError
 from harness.incell.resultsfile import Tail, append_record, file_tail, signal_name
-from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe
+from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
 from harness.paths import REPO
@@ -324,6 +324,11 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
             return end("env-error", exc.reason)
         progress(cell.name, {"event": "env", "message": f"{cell.device} backend started in {started.seconds:.1f} s: "
                                                         f"{started.count} x {', '.join(started.kinds)}"})
+        workers = workers_for_chips(xdist, started.count)
+        if workers != xdist:
+            progress(cell.name, {"event": "env", "message": f"--xdist {xdist}, but the backend shows {started.count} "
+                                                            f"{cell.device} devices: {workers} workers, one chip each"})
+            xdist = workers
 
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{cell.name}.log"

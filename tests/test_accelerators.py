@@ -431,3 +431,29 @@ def test_an_accelerator_cell_never_gets_more_xdist_workers_than_its_backend_has_
     from harness.run.backend import workers_for_chips
 
     assert workers_for_chips(xdist, chips) == want
+
+
+def test_every_fault_point_of_the_backend_probe_ends_in_one_line_or_an_answer(tmp_path):
+    """SQLite's method on the probe: count its fault points, then fail each one in turn."""
+    from harness import faults
+
+    python = _fake_python(tmp_path, "ok")
+    faults.arm("count")
+    try:
+        probe(python, TPU, {}, 20)
+        counts = {op: n for op, n in faults.counts().items() if op != "any"}
+        assert counts.get("spawn") == 1 and counts.get("open") == 1 and counts.get("kill"), counts
+        for op, total in sorted(counts.items()):
+            for n in range(1, total + 1):
+                faults.arm(f"{op}:{n}")
+                try:
+                    got = probe(python, TPU, {}, 20)
+                except BackendDown as exc:
+                    assert op in ("open", "spawn"), f"{op}:{n}: {exc.reason}"
+                    assert exc.reason.startswith("tpu backend not probed: could not start the probe: ")
+                    assert "injected by SEAMS_FAULT" in exc.reason and "\n" not in exc.reason
+                else:
+                    assert op == "kill" and got.count == 2, f"{op}:{n}: a refused kill is tried again"
+                assert faults.fired(), f"{op}:{n} never fired"
+    finally:
+        faults.arm(None)

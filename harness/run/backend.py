@@ -18,10 +18,11 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import lifeline
+from harness import faults, lifeline
 from harness.build.cell import Cell
 from harness.errors import UserError
 from harness.incell.resultsfile import signal_name
@@ -133,8 +134,6 @@ def _framework(cell: Cell) -> str:
 
 def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None = None) -> Backend:
     """Start the cell's device runtime in a throwaway process; BackendDown (one line) if it fails."""
-    import time
-
     deadline = backend_timeout(timeout_s)
     argv = [str(python), "-c", _PROBE, cell.device, _framework(cell), str(deadline)]
     child_env = {**os.environ, **cell.run_env(), **env, "PYTHONUNBUFFERED": "1"}
@@ -144,9 +143,20 @@ def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None =
     # 75% of the GPU's memory as it starts (released when the probe exits).
     child_env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     start = time.monotonic()
+    try:
+        return _probe(argv, cell, child_env, deadline, start)
+    except OSError as exc:  # the machine refused the probe process or its output files (EAGAIN, EMFILE, ENOSPC)
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise BackendDown(f"{cell.device} backend not probed: could not start the probe: "
+                          f"{exc.strerror or exc}{where}") from None
+
+
+def _probe(argv: list[str], cell: Cell, child_env: dict[str, str], deadline: int, start: float) -> Backend:
     # Output goes to files, of which only the tails are read: a runtime that floods its log for the
     # whole deadline costs disk in a temporary file, not the harness's memory.
+    faults.point("open", "probe output")
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        faults.point("spawn", argv[0])
         proc = subprocess.Popen(lifeline.wrap(argv), stdout=out_f, stderr=err_f, env=child_env,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         lifeline.track(proc)

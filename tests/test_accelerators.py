@@ -457,3 +457,9 @@ def test_every_fault_point_of_the_backend_probe_ends_in_one_line_or_an_answer(tm
                 assert faults.fired(), f"{op}:{n} never fired"
     finally:
         faults.arm(None)
+
+
+def test_the_callers_start_up_variables_stay_out_of_the_probe(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the probe's Python starting
+    got = probe(_fake_python(tmp_path, "ok"), TPU, {}, 20)
+    assert got.count == 2

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness import faults, lifeline
 from harness.build.cell import Cell
+from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.incell.resultsfile import signal_name
 
@@ -136,7 +137,8 @@ def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None =
     """Start the cell's device runtime in a throwaway process; BackendDown (one line) if it fails."""
     deadline = backend_timeout(timeout_s)
     argv = [str(python), "-c", _PROBE, cell.device, _framework(cell), str(deadline)]
-    child_env = {**os.environ, **cell.run_env(), **env, "PYTHONUNBUFFERED": "1"}
+    # The caller's start-up variables (LD_PRELOAD, PYTHONSTARTUP ...) stay out, as for the cell's pytest.
+    child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **env, "PYTHONUNBUFFERED": "1"}
     child_env.pop("VIRTUAL_ENV", None)
     child_env.pop("PYTHONPATH", None)
     # Starting the client is the question, not its memory: without this jax's GPU client reserves

@@ -463,3 +463,11 @@ def test_the_callers_start_up_variables_stay_out_of_the_probe(tmp_path, monkeypa
     monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the probe's Python starting
     got = probe(_fake_python(tmp_path, "ok"), TPU, {}, 20)
     assert got.count == 2
+
+
+def test_the_env_check_sees_the_env_not_the_callers_start_up_variables(tmp_path, monkeypatch):
+    from harness.build.envs import verify
+
+    python = _fake_site_python(tmp_path, JAX)
+    monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the check's Python starting
+    assert verify(python, Cell(name="c-cpu", device="cpu", pins={"jax": "0.6.0"})) == {"jax": "0.6.0"}

@@ -211,8 +211,8 @@ def test_real_bisection_finds_the_seeded_commit_around_an_unbuildable_one(tmp_pa
     skips = int(re.search(r"skipped: (\d+)", proc.stdout).group(1))
     search = int(re.search(r"\((\d+) by the search", proc.stdout).group(1))
     assert skips == 1 and search <= math.ceil(math.log2(12)) + skips, proc.stdout
-    assert re.search(rf"{toy.unbuildable[0][:12]} \S+ skip\s+env-error .*uv: Failed to build .*TOML parse error",
-                     proc.stdout), proc.stdout
+    assert re.search(rf"{toy.unbuildable[0][:12]} \S+ skip\s+env-error .*Failed to build `seamtoy`: pyproject.toml "
+                     "does not parse", proc.stdout), proc.stdout
     assert "assert 7 == 6" in proc.stdout  # the error at the first bad commit
     again = _harness(tmp_path, *args)
     assert again.returncode == 0 and "probes run: 0" in again.stdout
@@ -245,7 +245,7 @@ def test_run_with_a_dirty_tree_names_it_and_a_tree_that_does_not_build_is_an_env
                           text=True, env={**os.environ, "SEAMS_ENVS_DIR": str(envs)}, timeout=600)
     assert proc.returncode == 1
     end = [json.loads(x) for x in (tmp_path / "o2" / "results" / "toy-cpu.jsonl").read_text().splitlines()][-1]
-    assert end["status"] == "env-error" and "uv" in end["reason"], end
+    assert end["status"] == "env-error" and "Failed to build `seamtoy`: pyproject.toml does not parse" in end["reason"], end
     assert not [p for p in envs.iterdir() if p.name.startswith(".tmp-")]
 
 
@@ -295,3 +295,29 @@ def test_ctrl_c_mid_bisection_then_a_rerun_resumes(tmp_path, monkeypatch, capsys
     assert rc == 0 and f"first bad commit: {toy.regression}" in out
     assert not set(again) & set(done), "the two finished probes were not run again"
     assert "cached answers reused: 2" in out
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("broken, why", [
+    ("packages", "package directory 'missing' does not exist"),
+    ("setup.py", "No module named 'not_a_build_dependency'"),
+])
+def test_a_tree_whose_build_fails_says_why_in_one_line(tmp_path, monkeypatch, broken, why):
+    from harness.build.envs import EnvError, _build_wheel
+    from tests.toyrepo import PYPROJECT
+
+    monkeypatch.setenv("SEAMS_ENVS_DIR", str(tmp_path / "envs"))
+    tree = tmp_path / "seamtoy-x"
+    (tree / "seamtoy").mkdir(parents=True)
+    (tree / "seamtoy" / "__init__.py").write_text("")
+    pyproject = PYPROJECT.format(version="1.0.0")
+    if broken == "packages":
+        pyproject = pyproject.replace('["seamtoy"]', '["missing"]')
+    else:
+        (tree / "setup.py").write_text("import not_a_build_dependency\n")
+    (tree / "pyproject.toml").write_text(pyproject)
+    with pytest.raises(EnvError) as exc:
+        _build_wheel("seamtoy", tree, tmp_path, lambda _m: None)
+    assert exc.value.reason.startswith("Failed to build `seamtoy`: ") and why in exc.value.reason, exc.value.reason
+    assert "\n" not in exc.value.reason
+    assert not list((tmp_path / "envs").glob(".tmp-*"))  # the build env was kept whole or not at all

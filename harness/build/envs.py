@@ -387,9 +387,9 @@ def _build_env(requires: list[str], log: Callable[[str], None]) -> Path:
     key = hashlib.sha256(json.dumps([PYTHON, requires]).encode()).hexdigest()[:12]
     final = root / f"build-{key}"
     with FileLock(str(root / f"build-{key}.lock")):
-        if (final / MARKER).exists():
+        if (final / MARKER).exists() and (final / "bin" / "python").exists():
             return final
-        if final.exists():  # a build env without its marker never finished
+        if final.exists():  # a build env without its marker never finished, or lost its interpreter
             _discard(final)
         tmp = root / f".tmp-build-{key}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)

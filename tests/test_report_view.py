@@ -206,6 +206,15 @@ def test_off_a_terminal_each_running_cell_prints_at_least_every_heartbeat():
     assert lines[-1].startswith("jax060-cpu: complete")
 
 
+def test_an_env_prefetched_for_a_later_cell_gets_no_heartbeat_until_the_cell_runs():
+    buf = io.StringIO()
+    progress = CellProgress(console=Console(file=buf, force_terminal=False, width=200), heartbeat_s=0.2)
+    progress("xla29-cpu", {"event": "env", "message": "building env xla29-cpu"})  # the serial run's prefetch
+    time.sleep(0.5)
+    progress.close()
+    assert "elapsed" not in buf.getvalue()
+
+
 def test_on_a_terminal_there_is_no_heartbeat_line():
     buf = io.StringIO()
     progress = CellProgress(console=Console(file=buf, force_terminal=True, width=200), heartbeat_s=0.2)

@@ -54,6 +54,7 @@ def test_cells_are_in_version_order_in_every_output(sweep):
     junit = ET.fromstring((sweep / "junit.xml").read_bytes())
     assert [s.get("name") for s in junit.iter("testsuite")] == VERSION_ORDER
     md = (sweep / "report.md").read_text()
+    assert md.index("**Nothing new**") < md.index("## Since which release") < md.index("## Known upstream bugs seen") < md.index("## Cells")
     cells_table = md[md.index("## Cells"):]
     assert [ln.split("|")[1].strip() for ln in cells_table.splitlines() if ln.startswith("| jax")] == VERSION_ORDER
     known = next(ln for ln in md.splitlines() if "jax-28260" in ln and ln.startswith("| ["))

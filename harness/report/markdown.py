@@ -74,6 +74,10 @@ def render_markdown(report: dict[str, Any]) -> str:
             raw = f"{r['raw']} {r['signal']}" if r.get("signal") else r["raw"]
             out.append(f"| {md_code(case_id or '(whole cell)')} | {md_text(cell)} | {md_text(raw)} | {detail} |")
         out.append("")
+    # Right after the news: since which release each case fails along each version line.
+    since = render_since_markdown(report.get("since") or [])
+    if since:
+        out += since.strip("\n").splitlines() + [""]
     known = by_verdict.get("known-bug", [])
     if known:
         out += ["## Known upstream bugs seen", "", "| issue | cells | cases |", "|---|---|---|"]

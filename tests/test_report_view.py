@@ -250,3 +250,12 @@ def test_history_names_the_versions_of_each_night(tmp_path):
     md = render_history_markdown(build_history(nights), 7)
     assert "jax 0.5.3, jaxlib 0.5.3 -&gt; jax 0.6.0, jaxlib 0.6.0" in md or "jax 0.5.3, jaxlib 0.5.3 -> jax 0.6.0, jaxlib 0.6.0" in md
     assert "2026-11-21T00:00:00+00:00 (jax 0.6.0, jaxlib 0.6.0)" in md  # failing since: the night and its versions
+
+
+def test_diff_lists_cells_in_version_order(sweep):
+    old = json.loads((sweep / "report.json").read_text())
+    new = json.loads((sweep / "report.json").read_text())
+    case = next(c for c in new["cases"] if c["id"].endswith("[compute_on_inside_jit]"))
+    for cell in ("jax0100-cpu", "jax090-cpu"):
+        case["results"][cell]["verdict"] = "regression"
+    assert [r["cell"] for r in compare(old, new)["regressed"]] == ["jax090-cpu", "jax0100-cpu"]

@@ -173,6 +173,20 @@ def test_changed_since_baseline_view(page, sweep):
     _shot(page, "changed")
 
 
+def test_a_result_gone_since_the_baseline_is_a_ghost_box_in_its_place(page, tmp_path):
+    old = write_jax_sweep_results(tmp_path / "old", ("0.5.3", "0.6.0"))
+    report_command(old, tmp_path / "old-out")
+    new = write_jax_sweep_results(tmp_path / "new", ("0.5.3", "0.6.0"), drop={"0.6.0": f"{LINEARIZE}[pcast]"})
+    report_command(new, tmp_path / "out", baseline=tmp_path / "old-out" / "report.json")
+    page.goto((tmp_path / "out" / "report.html").as_uri() + "#view=changed")
+    assert "1 gone" in page.locator("#changes").inner_text() and "was ok" in page.locator("#changes").inner_text()
+    ghost = page.locator("#grid td.gone")
+    assert ghost.count() == 1 and ghost.get_attribute("title") == "gone since the baseline (was ok)"
+    assert page.locator("#grid tbody td.id").all_inner_texts() == ["test_linearize_transpose[pcast]"]
+    col = page.locator("#grid thead th.cellname").nth(1)
+    assert col.inner_text().startswith("jax060-cpu") and abs(ghost.bounding_box()["x"] - col.bounding_box()["x"]) < 2
+
+
 def test_news_comes_first(page, news_report):
     page.goto(news_report.as_uri())
     news = page.locator("#news")

@@ -76,6 +76,9 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
+  SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
+  SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)
+  SEAMS_WITH='PKG=PATH[@REF] ...'  sources swapped into the cells, as --with PKG=PATH[@REF] (for tox)
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
@@ -83,6 +86,9 @@ examples:
   tox -e jax060-cpu -- -k shard_map                         # the same under tox
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
   python -m harness run --cell jax060-cpu --xdist 0         # one pytest process, cases one by one
+  python -m harness run --build-only --matrix matrices/accelerators.yaml   # prove every gpu/tpu recipe, run nothing
+  python -m harness run --cell jax072-cpu --with jax=../jax # your jax checkout (dirty is fine) on that cell
+  python -m harness run --cell xla29-cpu --with jax=../jax@5f3c2a1   # a commit of it
 """
 
 
@@ -115,11 +121,23 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "process. 0 = one pytest process per cell. A number N on gpu/tpu gives each worker one "
                         "chip. Crashes and timeouts are still recorded per test")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
+    p.add_argument("--build-only", action="store_true",
+                   help="build and verify each cell's env (pins installed and importable at their versions, and "
+                        "the device's runtime: libtpu, jax's CUDA plugin), on any machine and whatever the device; "
+                        "run no tests. The report shows each cell as 'env verified, not run: ...'; a recipe that "
+                        "does not resolve is the cell's env-error with uv's reason")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
     p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
     p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
     _add_sweep_args(p)
+    g = p.add_argument_group("your own build (see README: Your own build)",
+                             "--with PKG=PATH (a source tree, hashed when dirty), PKG=PATH@REF or PKG=URL@REF (a git "
+                             "ref, exported with git archive), PKG=FILE.whl: take PKG from there in every named cell "
+                             "(repeatable; also $SEAMS_WITH, whitespace-separated, for tox). A jax source is paired "
+                             "with the newest released jaxlib its jax/version.py allows.")
+    g.add_argument("--pair", action="append", default=[], metavar="PKG==VER",
+                   help="with a source: use this binary partner instead of the rule's choice, e.g. jaxlib==0.5.3")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,8 +206,9 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sweep", action="append", metavar="SPEC",
                    help="a cell per release on the index: 'jax>=0.4.38,<=0.10.2', 'torch_xla>=2.5,<2.10', "
                         "'torchax>=0.0.4' (repeatable; --matrix also takes sweep files, matrices/sweeps/*.yaml)")
-    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER",
-                   help="with --sweep: hold another package at a version in every swept cell (repeatable)")
+    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER|PKG=PATH[@REF]",
+                   help="PKG==VER with --sweep: hold another package at a version in every swept cell; PKG=PATH[@REF] "
+                        "or PKG=FILE.whl with run: take PKG from that source (repeatable)")
     g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
                    help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
     g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")
@@ -233,6 +252,9 @@ def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
+    if getattr(args, "build_only", False) and args.pytest_args:
+        raise UserError(f"--build-only runs no tests, so pytest arguments make no sense with it: "
+                        f"{' '.join(args.pytest_args)!r}; drop them or drop --build-only")
     _env_option(args, "timeout", "SEAMS_TIMEOUT")
     _env_option(args, "jobs", "SEAMS_JOBS")
     if args.xdist is None:
@@ -291,7 +313,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from harness.build.floating import resolve_cells
 
+        from harness.build.sources import apply_with, describe, is_source_with, parse_pair, with_items
+
+        sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
+        args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
+        cells = apply_with(cells, sourced, parse_pair(args.pair))  # sources -> SHA / content hash, jax paired
+        for cell in cells:
+            for pkg, src in cell.sources.items():
+                print(f"{cell.name}: {pkg} {src['pin']} from {describe(src)}"
+                      + (f"; {src['pairing']}" if src.get("pairing") else ""), file=sys.stderr)
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
     from harness.safeio import check_writable
@@ -307,7 +338,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out,
                                             expectations=args.expectations, timeout=args.timeout,
                                             verbose=args.verbose, pytest_args=args.pytest_args,
-                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist)
+                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist,
+                                            build_only=args.build_only)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
             return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
@@ -353,14 +385,15 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-prefetch")
     try:
         ready = {cell.name: pool.submit(_prepare, cell, progress) for cell in cells
-                 if available(cell.device)[0]}
+                 if args.build_only or available(cell.device)[0]}
         for i, cell in enumerate(cells, 1):
             progress.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
             fut = ready.get(cell.name)
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
                            judge=judge, timeout_s=args.timeout, progress=progress,
-                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()))
+                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()),
+                           build_only=args.build_only)
             files.append(run.results)
             runs.append(run)
     finally:
@@ -459,7 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness import lifeline
 
     lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
+    _absolute_paths(args)
     try:
+        _check_fault_hook()
         return int(handler(args) or 0)
     except UserError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
@@ -479,6 +514,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path option made absolute against the caller's folder, once: the harness hands paths to
+    processes that run elsewhere (pytest in the checkout, bisect under news), so any folder works."""
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, name, value.absolute())
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            setattr(args, name, [v.absolute() for v in value])
+
+
+def _check_fault_hook() -> None:
+    """A malformed SEAMS_FAULT (the anomaly tests' hook, harness.faults) is bad input, not ignored."""
+    from harness import faults
+
+    try:
+        faults.check_env()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _one_line(text: str) -> str:

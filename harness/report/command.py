@@ -11,6 +11,7 @@ from harness.judge.expectations import DEFAULT_PATH, load_expectations
 from harness.judge.outcomes import FAILING_VERDICTS
 from harness.report.html import render_html
 from harness.judge.apply import apply_expectations
+from harness.judge.coverage import gap_headline
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.model import build_report
@@ -136,6 +137,9 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     for c in report["cells"]:
         if c["stale_expectations"]:
             console.print(f"warning: {c['cell']}: stale expectations (matched no collected test): {', '.join(c['stale_expectations'])}")
+    headline = gap_headline(report["coverage"]) if report.get("coverage") else ""
+    if headline:  # not news (the exit status stays), but an area nobody checked: say so
+        out.print(f"coverage: {headline} (see report.md)")
     if baseline is not None:
         ch = report["baseline"]["changes"]
         out.print(f"since {baseline}: " + ", ".join(f"{len(ch[k])} {k}" for k in ("regressed", "fixed", "changed", "new", "gone")))

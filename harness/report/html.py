@@ -16,6 +16,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import VERDICTS
 from harness.report.model import cell_versions, differing_versions
 from harness.report.repro import repro_files
@@ -148,5 +149,7 @@ def script_json(value: Any) -> str:
 def render_html(report: dict[str, Any]) -> str:
     """The self-contained HTML report."""
     env = Environment(loader=PackageLoader("harness.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    gaps = report.get("coverage") or coverage_gaps(report)  # a report.json from before coverage was recorded
     return env.get_template("report.html.j2").render(data=script_json(compact_data(report)), counts=report["counts"],
-                                                     generated_at=report["generated_at"])
+                                                     generated_at=report["generated_at"], gaps=gaps,
+                                                     gaps_headline=gap_headline(gaps))

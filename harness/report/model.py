@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from harness import __version__
+from harness.judge.coverage import coverage_gaps
 from harness.judge.outcomes import VERDICTS
 from harness.judge.results import CellResults
 
@@ -76,11 +77,12 @@ def cell_summary(cell: CellResults) -> dict[str, Any]:
     info = cell.run_info
     return {"cell": cell.cell, "device": cell.device, "pins": cell.pins, "install_line": cell.install_line,
             "env": cell.env, "status": cell.status, "reason": cell.reason, "verdict": cell.verdict,
-            "expectation": cell.expectation, "versions": info.get("versions") or {},
+            "expectation": cell.expectation, "versions": info.get("versions") or cell.env_verified or {},
             "devices": info.get("devices") or {}, "python": info.get("python", ""),
             "platform": info.get("platform", ""), "run_env": info.get("env") or {},
             "results_file": str(cell.path), "started_at": cell.started_at, "duration_s": cell.duration_s,
             "stale_expectations": [s.get("id") for s in cell.stale], "floating": cell.floating,
+            "source": cell.source,
             "counts": dict(Counter(c.verdict for c in cell.cases.values()))}
 
 
@@ -106,11 +108,13 @@ def build_report(cells: list[CellResults], errors: list[str], expectations_sourc
                 "expectation": case.expectation}
             counts[case.verdict] += 1
     ordered = {v: counts[v] for v in VERDICTS if counts.get(v)}
-    return {"schema_version": REPORT_SCHEMA_VERSION, "harness_version": __version__,
+    report = {"schema_version": REPORT_SCHEMA_VERSION, "harness_version": __version__,
             "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "expectations": expectations_source, "counts": ordered, "errors": errors,
             "cells": summaries,
             "cases": sorted(cases.values(), key=lambda c: c["id"])}
+    report["coverage"] = coverage_gaps(report)  # cases that ran nowhere: an area nobody checks
+    return report
 
 
 def cell_rank(report: dict[str, Any]) -> dict[str, int]:

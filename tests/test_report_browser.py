@@ -151,7 +151,7 @@ def test_a_permalink_opens_the_result_with_its_cell_highlighted(page, sweep):
     assert page.locator("#detail .tl.cur").get_attribute("title") == "0.6.0: failed"
     repro = page.locator("#repro")
     assert repro.get_attribute("href").startswith("repro/jax060-cpu__")
-    assert (sweep.parent / "repro" / repro.inner_text().split("repro/", 1)[1]).is_file()
+    assert (sweep.parent / repro.get_attribute("href")).is_file()
     assert not errors
     _shot(page, "result")
     page.locator("#close").click()
@@ -224,3 +224,27 @@ def test_a_link_to_a_folded_case_unfolds_it(page, sweep):
     page.wait_for_function("document.getElementById('q').value === 'pcast'")
     assert page.locator("#news").is_visible() and page.locator("#detail").is_hidden()
     assert page.locator("#grid tbody td.id").all_inner_texts() == ["test_linearize_transpose[pcast]"]
+
+
+def test_the_history_page_shows_the_timeline_and_links_the_newest_reports_repro(page, tmp_path):
+    import subprocess
+    import sys
+
+    nights = []
+    for i in range(3):
+        report_command(write_jax_sweep_results(tmp_path / f"r{i}", ("0.5.3", "0.6.0")), tmp_path / f"n{i}")
+        night = tmp_path / f"n{i}" / "report.json"
+        doc = json.loads(night.read_text())
+        doc["generated_at"] = f"2026-11-2{i}T03:00:00+00:00"  # three nights, not three runs in one second
+        night.write_text(json.dumps(doc))
+        nights.append(night)
+    proc = subprocess.run([sys.executable, "-m", "harness", "history", *map(str, nights), "--out", str(tmp_path / "h")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page.goto(f"{(tmp_path / 'h' / 'report.html').as_uri()}#case={quote(BASE)}&cell=jax060-cpu")
+    detail = page.locator("#detail")
+    assert "history (3 nights)" in detail.inner_text()
+    assert detail.locator(".hist .tl").count() == 3
+    assert "(jax 0.6.0, jaxlib 0.6.0): known-bug" in detail.locator(".hist .tl").last.get_attribute("title")
+    href = page.locator("#repro").get_attribute("href")
+    assert href.startswith("../n2/repro/") and (tmp_path / "h" / href).resolve().is_file()

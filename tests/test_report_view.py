@@ -57,10 +57,20 @@ def test_cells_are_in_version_order_in_every_output(sweep):
     assert md.index("**Nothing new**") < md.index("## Since which release") < md.index("## Known upstream bugs seen") < md.index("## Cells")
     cells_table = md[md.index("## Cells"):]
     assert [ln.split("|")[1].strip() for ln in cells_table.splitlines() if ln.startswith("| jax")] == VERSION_ORDER
+    news = tmp_news_md(sweep)
+    assert "| jax060-cpu (jax 0.6.0) | fail |" in news  # the news names the versions that differ, not only the cell
     known = next(ln for ln in md.splitlines() if "jax-28260" in ln and ln.startswith("| ["))
     assert known.index("jax060-cpu") < known.index("jax090-cpu") < known.index("jax0100-cpu")
     data = _page_data((sweep / "report.html").read_text())
     assert [c["cell"] for c in data["cells"]] == VERSION_ORDER
+
+
+def tmp_news_md(sweep: Path) -> str:
+    """report.md of the sweep judged with no known issues: its news tables."""
+    out = sweep.parent / "no-known"
+    (sweep.parent / "none.yaml").write_text("issues: []\n")
+    report_command(sorted((sweep.parent / "results").glob("*.jsonl")), out, sweep.parent / "none.yaml")
+    return (out / "report.md").read_text()
 
 
 def test_order_does_not_depend_on_the_order_files_are_given(sweep, tmp_path):

@@ -103,6 +103,10 @@ def test_sweep_opens_on_the_boundary_in_version_order(page, sweep):
     first_bad = boxes.nth(JAX_SWEEP.index("0.6.0"))
     assert "b" in first_bad.get_attribute("class").split() and "g" in boxes.nth(JAX_SWEEP.index("0.5.3")).get_attribute("class").split()
     assert _in_view(first_bad.bounding_box()) and _in_view(boxes.nth(len(JAX_SWEEP) - 1).bounding_box())
+    # ... and so do the grid's columns on both sides of it, newest release included, with their versions.
+    heads_el = page.locator("#grid thead th.cellname")
+    for cell in ("jax053-cpu", "jax060-cpu", "jax0102-cpu"):
+        assert _in_view(heads_el.nth(VERSION_ORDER.index(cell)).bounding_box()), cell
     # One scrolling area under the header, whatever the header holds (coverage gaps, baseline): no page scrollbar.
     assert page.evaluate("document.documentElement.scrollHeight") <= HEIGHT
     assert page.locator("#detail").is_hidden()  # nothing selected: the grid has the whole width

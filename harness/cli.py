@@ -75,6 +75,7 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_JOBS=N        default for -j
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
+  SEAMS_HEARTBEAT_S=S off a terminal, a progress line per running cell at least every S s (default 30)
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
   SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
   SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)

@@ -13,7 +13,7 @@ from harness.report.html import render_html
 from harness.judge.apply import apply_expectations
 from harness.judge.coverage import gap_headline
 from harness.report.junit import render_junit
-from harness.report.markdown import render_markdown, render_since_markdown
+from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.report.repro import MAX_REPROS, write_repros
 from harness.judge.results import read_many
@@ -89,7 +89,7 @@ def write_report_files(report: dict, out_dir: Path) -> int:
     try:
         atomic_write(out_dir / "report.json", dumps_lines(report))
         atomic_write(out_dir / "report.html", render_html(report))
-        atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report.get("since") or []))
+        atomic_write(out_dir / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(out_dir / "junit.xml", render_junit(report))
         return write_repros(report, out_dir / "repro", limit=MAX_REPROS)
     except OSError as exc:

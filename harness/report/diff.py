@@ -87,7 +87,11 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[dict[str
     """The categories of change between two reports, each a list of {case, cell, old, new}."""
     a, b = _index(old), _index(new)
     out: dict[str, list] = {"regressed": [], "fixed": [], "changed": [], "new": [], "gone": [], "drift": []}
-    for key in sorted(set(a) | set(b)):
+    # Cells in version order (the new report's, then cells only the old one had), not by name.
+    rank: dict[str, int] = {}
+    for i, c in enumerate([*new.get("cells", []), *old.get("cells", [])]):
+        rank.setdefault(c["cell"], i)
+    for key in sorted(set(a) | set(b), key=lambda k: (k[0], rank.get(k[1], len(rank)), k[1])):
         case, cell = key
         ra, rb = a.get(key), b.get(key)
         row = {"case": case, "cell": cell, "old": ra and ra["verdict"], "new": rb and rb["verdict"]}

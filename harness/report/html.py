@@ -93,6 +93,7 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
                   for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],
         "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items, "repros": repros,
+        "repro_dir": report.get("repro_dir") or "repro",  # `harness history` writes its page elsewhere
         "since": _since_data(report, cell_idx, case_idx),
         "baseline": _baseline_data(report.get("baseline"), cell_idx, row_idx),
         "history": report.get("history"),  # set by `harness history`: a timeline per grid cell

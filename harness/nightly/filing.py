@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
-from harness import lifeline
 from harness.errors import UserError
 
 LABEL = "xla-seams-news"
@@ -95,6 +94,8 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
         argv.append("--pre")
     # Its own process group, so the budget ends the bisection and every probe it started.
     # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
+    from harness import lifeline  # here: building the CLI's parser must not import it
+
     token = uuid.uuid4().hex
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, **lifeline.owner_env(token)})

@@ -498,7 +498,9 @@ def _check_fault_hook() -> None:
 
 def _one_line(text: str) -> str:
     """The message as one printable line: newlines and control characters from input shown escaped."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    from harness.redact import redact
+
+    text = redact(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in text)
 
 

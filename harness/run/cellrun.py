@@ -36,6 +36,7 @@ from harness.build.devices import available
 from harness.build.envs import Env, EnvError, ensure_env
 from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
+from harness.redact import redact
 from harness.safeio import refuse_special
 from harness.incell.resultsfile import Tail, file_tail, signal_name
 from harness.run.stream import append_record
@@ -463,7 +464,7 @@ def _ignored_env() -> dict[str, str]:
 def _left_note(commands: list[str]) -> str:
     """'a test left 2 processes running (killed at cell end: sleep 600; ...)'."""
     n = len(commands)
-    shown = "; ".join(c[:80] for c in commands[:3]) + ("; ..." if n > 3 else "")
+    shown = "; ".join(redact(c)[:80] for c in commands[:3]) + ("; ..." if n > 3 else "")
     return f"a test left {n} process{'es' if n != 1 else ''} running (killed at cell end: {shown})"
 
 

@@ -38,6 +38,9 @@ exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeou
 
 environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
   importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
+  PYTEST_ADDOPTS, PYTEST_PLUGINS, PYTHONPATH, PYTHONHOME, LD_PRELOAD and the other start-up
+  variables are not passed into cells (each one dropped is named in the cell's reason).
+  SEAMS_FAULT=OP:N fails the harness's Nth open/write/rename/fsync/mkdir/spawn/kill (tests only).
 """
 
 

@@ -125,13 +125,13 @@ def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any
 
 def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str) -> tuple[str, str]:
     """(title, body) of the item's issue: what changed, the versions, the bisection, the repro."""
-    from harness.report.repro import _fenced, repro_markdown
+    from harness.report.repro import _fenced, printable, repro_markdown
 
-    title = f"[nightly] {item['kind']}: {item['case']} on {item['cell']}"[:250]
+    title = printable(f"[nightly] {item['kind']}: {item['case']} on {item['cell']}")[:250]
     found = _result(new, item["case"], item["cell"])
     a, b = _pins(old, item["cell"]), _pins(new, item["cell"])
     moved = [f"{k} {a.get(k, '-')} -> {b.get(k, '-')}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-    body = [marker(item), "", f"**{item['kind']}** on `{item['cell']}`: `{item['case']}`", "",
+    body = [marker(item), "", f"**{item['kind']}** on `{printable(item['cell'])}`: `{printable(item['case'])}`", "",
             f"- verdict: {item['old'] or '(absent)'} (nightly of {old['generated_at']}) -> {item['new']} "
             f"(nightly of {new['generated_at']})",
             f"- versions that moved: {', '.join(moved) or 'none'}", ""]

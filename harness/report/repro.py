@@ -41,17 +41,41 @@ def _fenced(text: str, lang: str = "") -> list[str]:
     return [fence + lang, text, fence]
 
 
+def shell_word(value: str) -> str:
+    """One shell word for value, always on one line: shlex quoting, or bash's $'...' with escapes when
+    value holds a newline or another control character (a quoted newline pasted after a `#` comment,
+    or into a terminal, would start a command of its own)."""
+    if value.isprintable():
+        return shlex.quote(value)
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append("".join(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass")))
+    return "$'" + "".join(out) + "'"
+
+
+def printable(value: str) -> str:
+    """value for a Markdown line: newlines and control characters shown escaped, never acted on."""
+    return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in value)
+
+
 def command_line(env: dict[str, Any], argv: list[str]) -> str:
-    """A shell command line with every value quoted (shlex): spaces and `$(...)` paste safely."""
-    assigns = [f"{k}={shlex.quote(str(v))}" for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
-    return " ".join(assigns + [shlex.join(argv)])
+    """A one-line shell command with every value quoted: spaces, `$(...)` and newlines paste safely."""
+    assigns = [f"{k}={shell_word(str(v))}" for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
+    return " ".join(assigns + [shell_word(str(a)) for a in argv])
 
 
 def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> str:
     """The repro text for one result."""
     env = cell.get("run_env") or cell.get("env") or {}
     exp = r.get("expectation")
-    out = [f"# {case_id or cell['cell']}: {r['verdict']} on {cell['cell']}", "",
+    out = [f"# {printable(str(case_id or cell['cell']))}: {r['verdict']} on {printable(str(cell['cell']))}", "",
            f"- raw outcome: {r['raw']}" + (f" ({r['signal']})" if r.get("signal") else ""),
            f"- device: {cell['device']}; python {cell.get('python') or '3.11'}; {cell.get('platform') or ''}",
            "- versions: " + ", ".join(f"{k}=={v}" for k, v in (cell.get("versions") or cell["pins"]).items())]
@@ -68,7 +92,7 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any])
     out += ["", "## Install", "", *_fenced("python3.11 -m venv venv && . venv/bin/activate\n" + install, "sh"), ""]
     if case_id:
         run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
-        again = shlex.join(["python", "-m", "harness", "run", "--cell", str(cell["cell"]), "--", case_id])
+        again = command_line({}, ["python", "-m", "harness", "run", "--cell", str(cell["cell"]), "--", case_id])
         out += ["## Run", "", "From a clone of xla-seams:", "",
                 *_fenced(f"{run}\n# or, building the same env: {again}", "sh"), ""]
         src = test_source(case_id)

@@ -91,11 +91,12 @@ def test_repro_command_lines_paste_safely_into_a_shell(report_dir, tmp_path):
 
 def test_repro_fences_cannot_be_closed_by_the_message(report_dir):
     lines = next((report_dir / "repro").glob("*.md")).read_text().splitlines()
-    i = lines.index("## What happened") + 2
+    i = lines.index("### What happened") + 2
     fence = lines[i]
     assert set(fence) == {"`"} and len(fence) > 3  # longer than the ``` inside the message
     j = lines.index(fence, i + 1)  # the first line a Markdown renderer takes as the closing fence
-    assert "\n".join(lines[i + 1:j]) == HOSTILE_MSG.replace("\ud800", "\\ud800")
+    shown = re.sub(r"[\x00-\x08\x0b-\x1f]", lambda m: f"\\x{ord(m.group()):02x}", HOSTILE_MSG.strip())
+    assert "\n".join(lines[i + 1:j]) == shown.replace("\ud800", "\\ud800")  # control characters shown, not obeyed
 
 
 def test_diff_prints_hostile_ids_without_obeying_them(report_dir, tmp_path, capsys):
@@ -148,14 +149,19 @@ def test_no_test_id_or_message_becomes_a_command_in_a_repro_or_an_issue(case_id,
             "run_env": {"XLA_FLAGS": "a\nrm -rf ~"}}
     r = {"verdict": "regression", "raw": "fail", "message": message}
     text = repro_markdown(case_id, cell, r)
-    run_block = text.split("## Run")[1].split("```sh\n", 1)[1].split("\n```", 1)[0].split("\n")
-    assert len(run_block) == 2 and run_block[1].startswith("# or, building the same env: "), run_block
+    blocks = [b.split("\n```", 1)[0].split("\n") for b in text.split("```sh\n")[1:]]
+    run_block = next(b for b in blocks if any("-m pytest" in ln for ln in b))
+    prefixes = ("python3.11 -m venv", "pip install", "XLA_FLAGS=", "# or, building the same env: ")
+    assert len(run_block) == 4 and all(ln.startswith(p) for ln, p in zip(run_block, prefixes)), run_block
     for line in run_block:
         assert line.isprintable(), line
     item = {"kind": "regression", "case": case_id, "cell": "h-cpu", "old": "ok", "new": "regression"}
     report = {"generated_at": "t", "cells": [{**cell, "versions": {}, "verdict": "ok", "status": "complete"}],
               "cases": [{"id": case_id, "results": {"h-cpu": r}}]}
     title, body = issue_text(item, report, report, "")
-    assert title.isprintable()
-    assert all(ln.isprintable() for ln in body.split("\n")[:4]), body[:400]
+    def no_controls(text: str) -> bool:  # C0, DEL, C1 and line separators: what a terminal or Markdown acts on
+        return not re.search(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", text)
+
+    assert no_controls(title)
+    assert all(no_controls(ln) for ln in body.split("\n")[:6]), body[:400]
     assert command_line({}, ["x", case_id]).isprintable()

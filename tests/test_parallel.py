@@ -141,7 +141,7 @@ def test_parallel_no_report_names_the_news_and_exits_1(tmp_path):
                            "ok_before or abort"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr
     for cell in CELLS:
-        assert f"news: {cell}: crash: tests/drills/test_faults.py::test_abort" in proc.stderr, proc.stderr
+        assert f"news: {cell}: crash: tests/drills/test_faults.py::test_abort" in proc.stdout, proc.stdout  # the summary: stdout
 
 
 @pytest.mark.e2e

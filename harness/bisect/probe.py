@@ -137,6 +137,28 @@ def _script_digest(script: Sequence[str] | None) -> str:
     return h.hexdigest()[:16]
 
 
+def script_file(script: Sequence[str] | None) -> Path | None:
+    """The exported reproducer `--script FILE.py` names, or None for a command line."""
+    if script and len(script) == 1 and script[0].endswith(".py") and Path(script[0]).is_file():
+        return Path(script[0]).resolve()
+    return None
+
+
+_IMPORT_ERROR = re.compile(r"^(?:ModuleNotFoundError|ImportError): (.*)$", re.M)
+
+
+def _package_import_error(output: str, package: str) -> str | None:
+    """The last import error in a script's output if it is about the bisected package's own modules
+    (jax, torch_xla, ...); an import of anything else failing is the script's finding, not an absence."""
+    names = {canonicalize_name(package).replace("-", "_"), package.replace("-", "_")}
+    errors = _IMPORT_ERROR.findall(output)
+    if not errors:
+        return None
+    last = errors[-1]
+    mods = re.findall(r"'([\w.]+)'", last)
+    return last.strip() if any(m.split(".")[0] in names for m in mods) else None
+
+
 class Prober:
     """Runs probes for one bisection, caching answers by test id, cell key and mode."""
 
@@ -145,6 +167,9 @@ class Prober:
                  log: Callable[[str], None] = lambda _m: None) -> None:
         self.base, self.package, self.test_id, self.regress = base, package, test_id, regress
         self.held, self.out_dir, self.script, self.log = held, out_dir, list(script or []), log
+        # `--script FILE.py` (an exported standalone reproducer): run with the probe env's python,
+        # isolated (-I) from a temporary folder, so nothing of this checkout is importable.
+        self.script_file = script_file(self.script)
         self.answers: dict[str, Answer] = {}
         self.runs = 0
 
@@ -206,10 +231,14 @@ class Prober:
                  "PATH": f"{env.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(env.path)}
         token = uuid.uuid4().hex
         child.update(lifeline.owner_env(token))
-        with tempfile.TemporaryFile() as out:
-            faults.point("spawn", self.script[0])
-            proc = subprocess.Popen(self.script, env=child, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        argv = self.script
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryDirectory() as cwd:
+            if self.script_file is not None:  # an exported reproducer runs isolated, as a maintainer would
+                argv = [str(env.python), "-I", str(self.script_file)]
+                child = {k: v for k, v in child.items() if k != "PYTHONPATH"}
+            faults.point("spawn", argv[0])
+            proc = subprocess.Popen(argv, env=child, cwd=cwd if self.script_file else None, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             lifeline.track(proc)
             try:
                 rc = proc.wait()
@@ -224,6 +253,11 @@ class Prober:
                           message=tail)
         if rc == 0:
             return Answer(version, GOOD, f"exit {rc}", message=tail)
+        if self.script_file is not None and rc != 125:
+            absent = _package_import_error(tail, self.package)
+            if absent:  # the API the script needs is not in this release: untestable, not the bug
+                return Answer(version, SKIP, f"exit {rc}", reason=f"{API_ABSENT}: {absent}", message=tail,
+                              api_absent=True)
         if rc == 125:
             return Answer(version, SKIP, f"exit {rc}", reason="script says untestable (125)", message=tail)
         if 1 <= rc <= 127:

@@ -11,7 +11,7 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     """`from harness.report.command import report_command` (the CLI's, tox's and the tests' entry) stays valid."""
-    if name in ("report_command", "write_report_files"):
+    if name in ("report_command", "write_report_files", "latest_session", "baseline_changes"):
         from harness.report import command
 
         return getattr(command, name)

@@ -32,13 +32,14 @@ from filelock import FileLock, Timeout
 
 from harness import __version__, faults, lifeline
 from harness.build.cell import Cell
-from harness.build.devices import available
-from harness.build.envs import Env, EnvError, ensure_env
+from harness.build.devices import available, not_run_reason
+from harness.build.envs import Env, EnvError, ensure_env, verify
 from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
 from harness.safeio import refuse_special
 from harness.incell.resultsfile import file_tail, signal_name
+from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
 from harness.run.stream import ResultsStream, append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
@@ -219,6 +220,8 @@ def run_cell(
     collect_timeout_s: int | None = None,
     exit_timeout_s: int | None = None,
     xdist: int = 0,
+    build_only: bool = False,
+    backend_timeout_s: int | None = None,
 ) -> CellRun:
     """Build the cell's env and run pytest in it, writing every result to `results` as it happens.
 
@@ -227,8 +230,11 @@ def run_cell(
     xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.run.workers).
     judge: the verdict of each finished case for the progress lines (harness.judge.live); the results
     file holds raw outcomes only, judged again by every report.
+    build_only: build and verify the env (whatever the device), record `EnvVerified`, run nothing.
+    backend_timeout_s: the gpu/tpu backend-start probe's deadline (harness.run.backend).
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
+    backend_s = backend_timeout(backend_timeout_s)
     results = Path(results).absolute()  # pytest runs in the checkout, not in the caller's folder
     faults.point("mkdir", results.parent)
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -240,14 +246,16 @@ def run_cell(
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
         return _run_locked(cell, results, pytest_args, judge or _unjudged, timeout_s or cell.timeout_s, phases,
-                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist)
+                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist,
+                           build_only, backend_s)
     finally:
         lock.release()
 
 
 def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: CaseJudge,
                 timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
-                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int) -> CellRun:
+                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int,
+                build_only: bool = False, backend_s: int = 30) -> CellRun:
     start = time.monotonic()
     # A re-run replaces the cell's previous results; write to a fresh file then move it into place
     # only as the first record lands, so a reader never sees a half-replaced file.
@@ -286,7 +294,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
 
     try:
         return _run_started(cell, stream, pytest_args, judge, timeout_s, phases, progress, log_dir,
-                            extra_env, env_provider, run, end, xdist)
+                            extra_env, env_provider, run, end, xdist, build_only, backend_s)
     except BaseException as exc:
         # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
         # signal handler and the finally blocks kill it); close the file saying why, then unwind.
@@ -302,11 +310,12 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
 def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], judge: CaseJudge,
                  timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
                  extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
-                 run: CellRun, end: Callable[..., CellRun], xdist: int) -> CellRun:
+                 run: CellRun, end: Callable[..., CellRun], xdist: int, build_only: bool = False,
+                 backend_s: int = 30) -> CellRun:
     collect_s, exit_s = phases
     results = stream.path
     ok, why = available(cell.device)
-    if not ok:
+    if not ok and not build_only:
         stream.append({"$report_type": "CellSkipped", "cell": cell.name, "reason": why})
         return end("skipped", why)
 
@@ -319,6 +328,35 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
         return end("env-error", exc.reason)
     run.env_reused, run.env_s = env.reused, env.build_s
     progress(cell.name, {"event": "env-ready", "reused": env.reused, "seconds": env.build_s})
+    if build_only:  # the recipe is proved (installed, imported, versions checked); nothing runs
+        versions = env.versions
+        if env.reused:  # checked again now: "verified" means by this run, runtime packages included
+            try:
+                versions = verify(env.python, cell)
+            except EnvError as exc:
+                stream.append({"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                                        "log_tail": exc.log_tail})
+                return end("env-error", exc.reason)
+        reason = f"env verified, not run: {not_run_reason(cell.device, why)}"
+        stream.append({"$report_type": "EnvVerified", "cell": cell.name, "reason": reason,
+                                "versions": versions, "reused": env.reused,
+                                "build_s": round(env.build_s, 3)})
+        return end("skipped", reason)
+    if needs_probe(cell):
+        progress(cell.name, {"event": "env", "message": f"starting the {cell.device} backend"})
+        try:
+            started = probe(env.python, cell, extra_env, backend_s)
+        except BackendDown as exc:
+            stream.append({"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                                    "log_tail": exc.log})
+            return end("env-error", exc.reason)
+        progress(cell.name, {"event": "env", "message": f"{cell.device} backend started in {started.seconds:.1f} s: "
+                                                        f"{started.count} x {', '.join(started.kinds)}"})
+        workers = workers_for_chips(xdist, started.count)
+        if workers != xdist:
+            progress(cell.name, {"event": "env", "message": f"--xdist {xdist}, but the backend shows {started.count} "
+                                                            f"{cell.device} devices: {workers} workers, one chip each"})
+            xdist = workers
 
     faults.point("mkdir", log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

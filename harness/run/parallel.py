@@ -87,10 +87,12 @@ def cell_from_json(text: str) -> Cell:
 
 
 def _worker_argv(cell: Cell, out: Path, expectations: Path, timeout: int | None, verbose: bool,
-                 pytest_args: Sequence[str], xdist: int = 0) -> list[str]:
+                 pytest_args: Sequence[str], xdist: int = 0, build_only: bool = False) -> list[str]:
     argv = [sys.executable, "-m", "harness", "run", "--worker-cell", cell_to_json(cell), "--out", str(out),
             "--no-report", "--expectations", str(expectations), "--progress-events", "-j", "1",
             "--xdist", str(xdist)]
+    if build_only:
+        argv.append("--build-only")
     if timeout is not None:
         argv += ["--timeout", str(timeout)]
     if verbose:
@@ -164,7 +166,7 @@ def _stop_all(workers: list[_Worker]) -> None:
 
 def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None,
                  verbose: bool, pytest_args: Sequence[str], progress: CellProgress,
-                 weighted: bool, xdist: int | str = 0) -> tuple[list[Path], list[int], list[str]]:
+                 weighted: bool, xdist: int | str = 0, build_only: bool = False) -> tuple[list[Path], list[int], list[str]]:
     """Run cells in up to `jobs` workers; returns results files and exit statuses in cell order, and errors.
 
     `weighted` (the default -j) also keeps the sum of running cells' weights within the cores.
@@ -200,7 +202,7 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
                 progress.print(f"[bold]== cell {n}/{len(cells)}: {escape(cell.name)}[/] ({escape(cell.install_line())})")
                 err = tempfile.TemporaryFile()
                 argv = _worker_argv(cell, out, expectations, timeout, verbose, pytest_args,
-                                    worker_count(cell.device, xdist, cores(), beside))
+                                    worker_count(cell.device, xdist, cores(), beside), build_only)
                 token = uuid.uuid4().hex
                 started_wall = time.time()
                 faults.point("spawn", argv[0])

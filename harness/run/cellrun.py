@@ -305,6 +305,8 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
         except BaseException:
             pass
         raise
+    finally:
+        stream.close()
 
 
 def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], judge: CaseJudge,

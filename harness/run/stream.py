@@ -69,6 +69,7 @@ class ResultsStream:
         self.path = Path(path)
         self.copy = bytearray(self.path.read_bytes())  # the CellStart the runner wrote
         self._seen = self._stat()
+        self._fd = -1  # the file, open for appending while the cell runs
         self._read_fd = -1
         self._partial = b""
         self.torn = 0  # bytes of records cut by a kill
@@ -160,18 +161,23 @@ class ResultsStream:
 
     def _write(self, line: bytes, sync: bool = False) -> None:
         self.check()
-        faults.point("open", self.path)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            faults.point("write", self.path)
-            os.write(fd, line)
-            if sync:
-                faults.point("fsync", self.path)
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        if self._fd < 0:
+            faults.point("open", self.path)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        faults.point("write", self.path)
+        os.write(self._fd, line)
         self.copy += line
         self._seen = self._stat()
+        if sync:
+            faults.point("fsync", self.path)
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Close the file (the cell is over); the pipe too, if one is still open."""
+        self.close_pipe()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def check(self, deep: bool = False) -> None:
         """Rewrite the file from the copy if the tested process changed it (deep: compare the bytes)."""
@@ -190,6 +196,9 @@ class ResultsStream:
             return
         if what not in self.damage:
             self.damage.append(what)
+        if self._fd >= 0:  # it may hold the old file (replaced, deleted): reopened on the next write
+            os.close(self._fd)
+            self._fd = -1
         faults.point("mkdir", self.path.parent)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path, bytes(self.copy))

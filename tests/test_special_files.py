@@ -86,3 +86,14 @@ def test_atomic_write_replaces_a_regular_file_and_creates_a_new_one(tmp_path):
     atomic_write(tmp_path / "a", "one")
     atomic_write(tmp_path / "a", "two")
     assert (tmp_path / "a").read_text() == "two" and [p.name for p in tmp_path.iterdir()] == ["a"]
+
+
+@pytest.mark.parametrize("count", [10**12, -1])
+def test_a_record_count_out_of_bounds_is_one_line_not_a_huge_allocation(tmp_path, count):
+    from harness.judge.results import read_results
+
+    path = tmp_path / "a-cpu.jsonl"
+    path.write_text('{"$report_type": "CellStart", "schema_version": 1, "cell": "a-cpu", "device": "cpu", "pins": {}}\n'
+                    f'{{"$report_type": "Collected", "count": {count}}}\n')
+    with pytest.raises(UserError, match="a-cpu.jsonl:2: bad Collected record: count"):
+        read_results(path)

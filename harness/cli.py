@@ -38,6 +38,9 @@ exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeou
 
 environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
   importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
+  PYTEST_ADDOPTS, PYTEST_PLUGINS, PYTHONPATH, PYTHONHOME, LD_PRELOAD and the other start-up
+  variables are not passed into cells (each one dropped is named in the cell's reason).
+  SEAMS_FAULT=OP:N fails the harness's Nth open/write/rename/fsync/mkdir/spawn/kill (tests only).
 """
 
 
@@ -542,7 +545,9 @@ def _check_fault_hook() -> None:
 
 def _one_line(text: str) -> str:
     """The message as one printable line: newlines and control characters from input shown escaped."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    from harness.redact import redact
+
+    text = redact(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in text)
 
 

@@ -31,6 +31,7 @@ from typing import Callable
 from filelock import FileLock
 
 from harness import lifeline
+from harness.redact import redact
 from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
 from harness.build.devices import runtime_packages
 from harness.build.startup_env import drop_startup_vars
@@ -76,6 +77,7 @@ class EnvError(Exception):
     """The cell's env could not be built or does not hold the pinned versions (one-line reason)."""
 
     def __init__(self, reason: str, log_tail: str = "") -> None:
+        reason, log_tail = redact(reason), redact(log_tail)  # uv may quote an index URL with its token
         super().__init__(reason)
         self.reason = reason
         self.log_tail = log_tail

@@ -24,6 +24,7 @@ import jsonschema
 from harness.errors import UserError
 from harness.judge.outcomes import RAW_OUTCOMES as _RAW
 from harness.paths import SCHEMA_DIR
+from harness.safeio import read_input
 
 SCHEMA_PATH = SCHEMA_DIR / "results-v1.json"
 SCHEMA_VERSION = 1
@@ -31,6 +32,7 @@ WHOLE_CELL = "(whole cell)"  # the case id of what concerns a cell as a whole (a
 _MESSAGE_LINES = 6
 # Records are flat but for observations; anything nested deeper is not ours (and would blow the stack).
 MAX_DEPTH = 32
+MAX_RESULTS_BYTES = 1_000_000_000  # 10k results are ~10 MB; past this a file is runaway or hostile, not a cell
 
 
 @dataclass
@@ -176,10 +178,7 @@ def _check_versions(path: Path, lineno: int, rec: dict[str, Any]) -> None:
 def read_results(path: Path) -> CellResults:
     """Parse one cell's results file; raises UserError (one line, file:line) if it is malformed."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise UserError(f"{path}: cannot read results: {getattr(exc, 'strerror', None) or exc}") from None
+    data = read_input(path, MAX_RESULTS_BYTES, "results")  # a FIFO or device is one line, never a hang
     lines = data.split(b"\n")
     truncated = False
     if lines and lines[-1] == b"":

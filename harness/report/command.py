@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.errors import UserError
+from harness.redact import redact_all
 from harness.judge.expectations import DEFAULT_PATH, load_expectations
 from harness.judge.outcomes import FAILING_VERDICTS
 from harness.report.html import render_html
@@ -130,6 +131,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     report["since"] = since_summary(report)  # per case: first bad / last good along each version line
     if baseline is not None:
         report["baseline"] = baseline_changes(baseline, report)
+    report = redact_all(report)  # a token in an index URL or a test's message never reaches a report or repro
     n_repro = write_report_files(report, out_dir)
 
     counts = report["counts"]

@@ -12,20 +12,19 @@ import jsonschema
 from harness.errors import UserError
 from harness.report.markdown import md_code
 from harness.report.model import iter_results
-from harness.safeio import atomic_write, disk_error
+from harness.safeio import atomic_write, disk_error, read_input
 from harness.paths import SCHEMA_DIR
 
 GOOD = {"ok", "known-bug", "skipped"}
 BAD = {"regression", "crash", "timeout", "env-error", "incomplete", "api-drift"}
 DRIFT_FACTOR = 10.0
+MAX_REPORT_BYTES = 1_000_000_000  # inputs are bounded: a runaway or hostile file is one line, not an OOM
 
 
 def load_report(path: Path) -> dict[str, Any]:
     """Read a report.json, or one UserError line."""
     try:
-        doc = json.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read report: {exc.strerror or exc}") from None
+        doc = json.loads(read_input(Path(path), MAX_REPORT_BYTES, "report.json"))
     except RecursionError:
         raise UserError(f"{path}: nested too deeply: not a report.json written by `harness report`") from None
     except ValueError as exc:

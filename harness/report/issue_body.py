@@ -19,12 +19,12 @@ from typing import Any, Mapping, Sequence
 from harness.paths import REPO
 
 MAX_MESSAGE = 4000
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # C1 too: 0x9b is a terminal's CSI
 
 
 def one_line(text: Any, limit: int = 300) -> str:
     """Text for one line of Markdown: every control character (newlines too) shown as an escape."""
-    s = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    s = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
     return s if len(s) <= limit else s[:limit - 3] + "..."
 
 

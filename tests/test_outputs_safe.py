@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import report_command
+from harness.report.command import report_command
 from tests.results_fixtures import case, cell_file, known_issues
 
 PWNED = "seams-pwned-marker"

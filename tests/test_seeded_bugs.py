@@ -77,3 +77,57 @@ def test_the_call_jax_property_catches_flattened_outputs(tmp_path):
     """No hand-written output-tree case runs here: the generated trees alone must see it."""
     seeded = _run(tmp_path, "xla29-cpu", "flat_call_jax_outputs", PYTREE_PROPERTY)
     assert seeded.raw == "fail" and "output tree" in (seeded.message or "") and "differs from JAX's" in seeded.message
+
+
+STREAM_CPU = "suites/compute_on/test_stream_lowering.py::test_stream_annotation_marks_exactly_the_ops_inside[3]"
+STREAM_GPU = "suites/compute_on/test_eager_vs_aot.py::test_stream_annotation_reaches_the_lowering"
+
+
+def test_the_cpu_stream_case_catches_an_annotation_on_one_op_only(tmp_path):
+    """The GPU case skips on a CPU cell (a coverage gap): the CPU case alone must see the seed."""
+    assert _run(tmp_path, "jax060-cpu", None, STREAM_CPU).raw == "pass"
+    assert _run(tmp_path, "jax060-cpu", "stream_on_first_op_only", STREAM_GPU).raw == "skip"
+    seeded = _run(tmp_path, "jax060-cpu", "stream_on_first_op_only", STREAM_CPU)
+    assert seeded.raw == "fail" and "region without _xla_stream_annotation" in (seeded.message or ""), seeded
+
+
+def _run_ids(tmp_path, cell_name: str, seed: str | None, test_ids: list[str]):
+    """Several cases of one cell in one run (one jax import): the CellResults."""
+    cell = catalogue().cell(cell_name)
+    out = tmp_path / f"{cell_name}-{seed or 'clean'}-many.jsonl"
+    run_cell(cell, out, (["-p", f"tests.seeds.{seed}"] if seed else []) + list(test_ids), timeout_s=300)
+    res = read_results(out)
+    assert res.status == "complete", res.reason
+    return res
+
+
+def _drift(res, test_id: str) -> list[str]:
+    from harness.judge.apis import api_drift, default_api_ranges, observed_apis
+
+    case = res.cases[test_id]
+    return [d.api for d in api_drift(observed_apis(case.observations, case.message), res.versions(), default_api_ranges())]
+
+
+SM_REFUSES = "suites/shard_map/test_defaults.py::test_shard_map_with_its_defaults_refuses_an_output_it_cannot_prove_replicated"
+SM_NUMPY = "suites/shard_map/test_defaults.py::test_shard_map_with_its_defaults_matches_numpy"
+
+
+PCAST = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[pcast]"
+
+
+def test_a_flipped_shard_map_default_fails_the_bare_call_and_is_api_drift(tmp_path):
+    """jax.shard_map's check_vma default flipped to False (the seed flips check_rep on the
+    experimental shard_map of releases without jax.shard_map the same way)."""
+    cell = "jax0102-cpu"
+    ids = [SM_REFUSES, SM_NUMPY, PCAST]
+    clean = _run_ids(tmp_path, cell, None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    assert _drift(clean, SM_REFUSES) == [] and _drift(clean, SM_NUMPY) == []
+    seeded = _run_ids(tmp_path, cell, "shard_map_unchecked_by_default", ids)
+    refused = seeded.cases[SM_REFUSES]
+    assert refused.raw == "fail" and "DID NOT RAISE" in (refused.message or ""), refused
+    # Where behaviour agrees (psum with the check off is still right), the recorded default is news.
+    assert seeded.cases[SM_NUMPY].raw == "pass"
+    assert _drift(seeded, SM_NUMPY) == ["jax.shard_map(check_vma=True)"]
+    assert seeded.cases[SM_NUMPY].observations["defaults"]["jax.shard_map"]["check_vma"] == "False"
+    assert seeded.cases[ids[2]].raw == "pass", "the cases that pass the check explicitly are blind to it"

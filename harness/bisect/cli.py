@@ -11,12 +11,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.bisect.probe import Prober
-from harness.bisect.report import ir_diff, render
-from harness.bisect.search import BAD, GOOD, bisect
-from harness.build.releases import between, held_pins, list_versions, nearest
-from harness.build.cell import Cell
+from typing import TYPE_CHECKING
+
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # the stages themselves are imported when the command runs: `--help` stays cheap
+    from harness.bisect.probe import Prober
+    from harness.build.cell import Cell
 
 DESCRIPTION = """\
 Binary-search the released versions of a package between a good and a bad bound, building a probe
@@ -52,10 +53,25 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--case", help="with --from-report: the case id (instead of TEST_ID)")
     p.add_argument("--out", type=Path, default=Path("reports/bisect"), help="probe results and the final report")
     p.add_argument("--markdown", type=Path, help="also write the final report as Markdown here")
+    g = p.add_argument_group("commits (see README: Bisect to a commit)",
+                             "With --commits, --good and --bad are refs in --repo (a release number such as 0.5.3 "
+                             "is looked up as the tag PKG-v0.5.3, then v0.5.3), and the first-parent commits "
+                             "between them are searched; each probe builds the package from its commit (git "
+                             "archive + uv). A commit that does not build, install or import is skipped.")
+    g.add_argument("--commits", action="store_true", help="search commits instead of releases (needs --repo)")
+    g.add_argument("--repo", metavar="PATH_OR_URL", help="the package's git repository (a URL is cloned once into "
+                                                          "$SEAMS_REPOS_DIR, default ~/.cache/xla-seams/repos)")
+    g.add_argument("--subdir", metavar="DIR", help="the package's folder inside --repo (torchax in pytorch/xla)")
+    g.add_argument("--pair", action="append", default=[], metavar="PKG==VER",
+                   help="binary partner for every commit instead of the rule's choice (jax: the newest jaxlib "
+                        "release in the commit's [_minimum_jaxlib_version, _version]), e.g. jaxlib==0.5.3")
+    g.add_argument("--to-commit", action="store_true",
+                   help="after a release bisection, go on into the commits between the two releases it found (needs --repo)")
     p.set_defaults(handler=cmd_bisect)
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
+    from harness.build.cell import Cell
     from harness.build.matrix import DEFAULT_MATRIX, catalogue, load_matrix
 
     if args.cell:
@@ -104,8 +120,14 @@ def _from_report(args: argparse.Namespace) -> None:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Run the bisection and print the final report; 0 found, 1 inconclusive, 2 bad input."""
+    from harness.bisect.probe import Prober
+    from harness.bisect.report import render
+    from harness.bisect.search import bisect
+    from harness.build.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
+    if args.commits and not args.package:
+        args.package = "jax"
     if not args.package or not args.good or not args.bad:
         raise UserError("bisect needs --package, --good and --bad (or --from-report)")
     if not args.script and not args.test_id:
@@ -119,6 +141,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "
                             "(copy an id from `pytest suites --collect-only -q`)")
         _check_params(args.test_id)
+    if args.commits:
+        return _cmd_commits(args, args.good, args.bad)
+    if args.to_commit and not args.repo:
+        raise UserError("--to-commit needs --repo PATH_OR_URL (the package's git repository)")
     try:
         good, bad = Version(args.good), Version(args.bad)
     except InvalidVersion as exc:
@@ -168,6 +194,34 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         (args.out / "issue.md").write_text(issue)
     if args.markdown:
         args.markdown.write_text(md)
+    if args.to_commit and summary.get("first_bad"):
+        log(f"going on into the commits between {package} {summary['last_good']} and {summary['first_bad']}")
+        return _cmd_commits(args, summary["last_good"], summary["first_bad"], append=True)
+    return 0 if summary.get("first_bad") else 1
+
+
+def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: bool = False) -> int:
+    """`bisect --commits`: the first bad commit between two refs of --repo (append: after the release
+    bisection's report in --markdown, for --to-commit)."""
+    from harness.bisect.commits import bisect_commits, render_commits
+    from harness.build.sources import parse_pair
+    from harness.safeio import check_writable
+
+    if not args.repo:
+        raise UserError("--commits needs --repo PATH_OR_URL (the package's git repository)")
+    check_writable(args.out)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    kw = dict(package=canonicalize_name(args.package or "jax"), base=_base_cell(args), pair=parse_pair(args.pair),
+              test_id=args.test_id, regress=_regress(args.regress), held=held_pins(args.held),
+              out_dir=args.out / "probes", script=args.script, log=log)
+    summary, answers, commits = bisect_commits(args, kw, _conclude, log, good_ref, bad_ref)
+    summary.update({"target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
+                    "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
+    print(render_commits(summary, answers, commits, markdown=False))
+    md = render_commits(summary, answers, commits, markdown=True)
+    (args.out / "bisect-commits.md").write_text(md)
+    if args.markdown:
+        args.markdown.write_text((args.markdown.read_text() + "\n" if append and args.markdown.exists() else "") + md)
     return 0 if summary.get("first_bad") else 1
 
 
@@ -231,6 +285,8 @@ def _regress(value: str) -> str:
 
 def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
     """Turn the search outcome into a conclusion, probing the bad bound only if the window is ambiguous."""
+    from harness.bisect.report import ir_diff
+    from harness.bisect.search import BAD, GOOD
     skipped = outcome.skipped_between
     summary: dict = {"last_good": outcome.last_good}
     absent_from = None

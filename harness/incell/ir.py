@@ -47,3 +47,21 @@ def called_computation_parameter_counts(hlo_text: str) -> list[int]:
         if m is not None:
             counts.append(len(set(_PARAM_RE.findall(m.group(1)))))
     return counts
+
+
+_STABLEHLO_OP_RE = re.compile(r"=\s*\"?stablehlo\.([a-z_]+)\"?")
+
+
+def stablehlo_ops_with_attribute(text: str, key: str) -> list[tuple[str, str | None]]:
+    """(op name, value of frontend attribute `key` or None) for each StableHLO op line, in order.
+
+    An invariant that holds per op ("every op of the region carries the stream, no op outside
+    does") needs this; `has_frontend_attribute` only says the attribute appears somewhere.
+    """
+    out = []
+    for line in text.splitlines():
+        m = _STABLEHLO_OP_RE.search(line)
+        if m is not None:
+            values = frontend_attribute_values(line, key)
+            out.append((m.group(1), values[0] if values else None))
+    return out

@@ -87,6 +87,13 @@ class ApiDrift:
             return (f"api absent: {self.api} has no recorded release range: add it to matrices/apis/ "
                     f"(absence can only be judged against a range)")
         r = self.range
+        if "=" in self.api:  # a default the suites rely on (harness/incell/defaults.py)
+            if self.present:
+                return (f"{self.api} holds in {r.package} {self.version}, outside the range recorded for this default "
+                        f"({r.package}{r.shipped}, {r.source}): check and widen the range")
+            return (f"{self.api} does not hold in {r.package} {self.version}, inside the range that has this default "
+                    f"({r.package}{r.shipped}, {r.source}): upstream changed or removed the default - news "
+                    f"(the case's `defaults` observation shows the signature)")
         if self.present:
             return (f"{self.api} is present in {r.package} {self.version}, outside the range that ships it "
                     f"({r.package}{r.shipped}, {r.source}): upstream re-added or kept it - check and widen the range")

@@ -16,6 +16,7 @@ from harness.report.standalone import NoStandalone, export_script, redact_url, r
 from harness.safeio import atomic_write, dumps_strict
 
 _SKIP = {"ok", "skipped"}
+MAX_REPROS = 500  # repro files per report (the first ones in report order)
 
 
 def test_source(nodeid: str) -> str | None:
@@ -120,22 +121,30 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
     return "\n".join(out)
 
 
-def write_repros(report: dict[str, Any], out_dir: Path, limit: int = 500) -> int:
-    """Write one repro file per result that is not ok or skipped (at most `limit`); returns how many."""
+def repro_files(report: dict[str, Any], limit: int = MAX_REPROS) -> list[tuple[str | None, str, dict[str, Any], str]]:
+    """(case id, cell, result, file name) for each result that gets a repro file, in writing order."""
     from harness.report.model import iter_results  # here: harness.report imports this module
 
-    cells = {c["cell"]: c for c in report["cells"]}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    n = 0
+    out = []
     for case_id, cell, r in iter_results(report):
         if r["verdict"] in _SKIP:
             continue
-        if n >= limit:
+        if len(out) >= limit:
             break
-        stem = f"{safe_name(cell)}__{safe_name(case_id or 'cell')}"
+        out.append((case_id, cell, r, f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md"))
+    return out
+
+
+def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS) -> int:
+    """Write one repro per result that is not ok or skipped (at most `limit`): CASE.md, and beside it
+    CASE.py, the standalone script, where the scenario has one; returns how many."""
+    cells = {c["cell"]: c for c in report["cells"]}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = repro_files(report, limit)
+    for case_id, cell, r, name in files:
+        stem = name.removesuffix(".md")
         script = script_for(case_id, cells[cell], r)
         if script is not None:
             atomic_write(out_dir / f"{stem}.py", script)
-        atomic_write(out_dir / f"{stem}.md", repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"))
-        n += 1
-    return n
+        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"))
+    return len(files)

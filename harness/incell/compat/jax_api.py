@@ -33,6 +33,14 @@ def shard_map(f: Callable, *, mesh: Any, in_specs: Any, out_specs: Any, check: b
     return exp_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check)
 
 
+def shard_map_itself() -> tuple[str, Callable]:
+    """(API name, shard_map) as this release ships it, for calls with its own defaults (the
+    wrapper above always passes the check explicitly, so it cannot see a flipped default)."""
+    if found(SHARD_MAP, hasattr(jax, "shard_map")):
+        return SHARD_MAP, jax.shard_map
+    return EXPERIMENTAL_SHARD_MAP, _experimental_shard_map()
+
+
 def _experimental_shard_map() -> Callable:
     try:
         from jax.experimental.shard_map import shard_map as exp_shard_map

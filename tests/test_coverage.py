@@ -1,0 +1,75 @@
+"""Coverage gaps: a case skipped in every cell of a run is listed with its reasons, in every output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.incell import compat
+from harness.judge import coverage
+from harness.report import report_command
+from tests.results_fixtures import COMPUTE, PVARY, SHARD, case, cell_file, known_issues
+
+STREAM = "suites/compute_on/test_eager_vs_aot.py::test_stream_annotation_reaches_the_lowering"
+SERIAL = "suites/compute_on/test_upstream_parity.py::test_serialized_host_function_keeps_the_placement"
+NO_FLATBUFFERS = "not in cell: flatbuffers is not installed in this cell"
+
+
+def _run(tmp_path: Path) -> tuple[dict, str, str]:
+    files = [cell_file(tmp_path, "jax053-cpu", "0.5.3", [
+                 case(SHARD, "pass"), case(PVARY, "skip", "api absent: jax.lax.pvary"),
+                 case(STREAM, "skip", "needs gpu to run on a stream (lowering checked on cpu)"),
+                 case(SERIAL, "skip", NO_FLATBUFFERS), case(COMPUTE, "skip", "not in cell: jax is not installed")]),
+             cell_file(tmp_path, "jax060-cpu", "0.6.0", [
+                 case(SHARD, "pass"), case(PVARY, "pass"),
+                 case(STREAM, "skip", "needs gpu to run on a stream (lowering checked on cpu)"),
+                 case(SERIAL, "pass"), case(COMPUTE, "pass")])]
+    out = tmp_path / "out"
+    report_command(files, out, known_issues(tmp_path, "  []\n"))
+    return (json.loads((out / "report.json").read_text()), (out / "report.md").read_text(),
+            (out / "report.html").read_text())
+
+
+def test_a_case_skipped_in_every_cell_is_listed_with_its_reason_and_cells(tmp_path, capsys):
+    report, md, html = _run(tmp_path)
+    gaps = report["coverage"]
+    assert [g["id"] for g in gaps["never_ran"]] == [STREAM]
+    assert gaps["never_ran"][0]["reasons"] == [
+        {"reason": "needs gpu to run on a stream (lowering checked on cpu)", "cells": ["jax053-cpu", "jax060-cpu"]}]
+    headline = "1 case never ran anywhere in this matrix: test_eager_vs_aot.py::test_stream_annotation_reaches_the_lowering"
+    assert headline in md and "jax053-cpu, jax060-cpu" in md
+    assert headline in html
+    assert headline in capsys.readouterr().err, "the run's summary says it too"
+
+
+def test_a_skip_for_a_package_the_matrix_could_install_is_listed_but_not_a_pinned_axis(tmp_path):
+    report, md, html = _run(tmp_path)
+    fixable = report["coverage"]["fixable"]
+    # flatbuffers is no cell's pin: installing it is the fix. jax is what cells differ by: by design.
+    assert fixable == [{"reason": NO_FLATBUFFERS, "cases": [SERIAL], "cells": ["jax053-cpu"]}]
+    assert "Skips the matrix could fix" in md and "flatbuffers" in md
+    assert "flatbuffers" in html
+
+
+def test_a_case_that_ran_in_one_cell_is_no_gap_and_a_clean_run_says_nothing():
+    report = {"cells": [], "cases": [
+        {"id": PVARY, "results": {"a": {"raw": "skip", "message": "api absent"}, "b": {"raw": "fail"}}},
+        {"id": SHARD, "results": {"a": {"raw": "incomplete"}}},  # already news as incomplete, no skip
+        {"id": "(whole cell)", "results": {"a": {"raw": "skip"}}},
+        {"id": COMPUTE, "results": {}}]}
+    gaps = coverage.coverage_gaps(report)
+    assert gaps == {"never_ran": [], "fixable": []}
+    assert coverage.gap_headline(gaps) is None
+
+
+def test_skipped_in_some_cells_and_unfinished_in_the_rest_never_ran():
+    report = {"cells": [], "cases": [
+        {"id": PVARY, "results": {"a": {"raw": "skip", "message": "needs tpu"}, "b": {"raw": "incomplete", "message": None}}}]}
+    gaps = coverage.coverage_gaps(report)
+    assert gaps["never_ran"][0]["reasons"] == [{"reason": "incomplete", "cells": ["b"]},
+                                               {"reason": "needs tpu", "cells": ["a"]}]
+    assert coverage.gap_headline(gaps).startswith("1 case never ran anywhere")
+
+
+def test_the_judge_reads_the_same_words_require_writes():
+    assert coverage.NOT_IN_CELL == compat.NOT_IN_CELL

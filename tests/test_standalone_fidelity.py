@@ -11,8 +11,8 @@ each cell also runs as a plain fresh process, to show the driver does not change
 SEAMS_FIDELITY_REPORT=DIR reuses the report of an earlier `harness run` (its report.json and
 repro/) instead of running the cells here. SEAMS_FIDELITY=all checks every failing result of
 every cell (the README figure: builds the torch cells, about 25 min on 2 shared cores). By default,
-within CI's budget, only the jax-only cells of the default matrix run, one script per (cell,
-known issue): a torch_xla cell costs GBs of wheels cold and 5-30 s of CPU per script.
+within CI's budget, only the jax-only cells of the default matrix run: a torch_xla cell costs GBs
+of wheels cold and 5-30 s of CPU per script.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.envs import env_dir
+from harness.build.envs import ensure_env
 from harness.build.matrix import load_matrix
 from harness.judge.expectations import load_expectations
 from harness.paths import MATRICES_DIR, REPO, SUITES_DIR
@@ -137,15 +137,9 @@ def test_every_failing_case_reproduces_standalone(fidelity_report, tmp_path):
                 continue
             by_cell.setdefault(cell, []).append((case["id"], r, script))
     assert failing, "the fidelity run produced no failing result: nothing was checked"
-    if not _everything():  # one per (cell, known issue)
-        for cell, items in by_cell.items():
-            seen: set[str] = set()
-            by_cell[cell] = [it for it in items if not ((key := (it[1].get("expectation") or {}).get("id")
-                                                         or it[0]) in seen or seen.add(key))]
-
     wrong, reproduced = [], 0
     for cell, items in sorted(by_cell.items()):
-        python = env_dir(cells[cell]) / "bin" / "python"
+        python = ensure_env(cells[cell]).python  # cached: built by the run, or now for a given report
         work = tmp_path / cell
         work.mkdir()
         copies = []
@@ -175,7 +169,7 @@ def test_every_failing_case_reproduces_standalone(fidelity_report, tmp_path):
     unexplained = [m for m in missing if m[1] not in NO_CORE]
     checked = sum(len(v) for v in by_cell.values())
     print(f"\nstandalone fidelity: {reproduced} of {checked} scripts checked reproduce ({failing} failing results, "
-          f"{failing - len(missing)} with a script; SEAMS_FIDELITY={os.environ.get('SEAMS_FIDELITY', 'sample')}); "
+          f"{failing - len(missing)} with a script; {'every cell' if _everything() else 'jax-only cells'}); "
           f"without a script: {sorted({m[1] for m in missing})}")
     assert not wrong, "\n".join(wrong)
     assert not unexplained, f"failing cases without a standalone script: {unexplained}"

@@ -283,8 +283,9 @@ class _Resolve(ast.NodeTransformer):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         self.generic_visit(node)
-        if node.value is None:
-            return None
+        if node.value is None:  # a dataclass field: it must stay, its annotation as an unevaluated string
+            node.annotation = ast.Constant(ast.unparse(node.annotation))
+            return node
         return ast.copy_location(ast.Assign([node.target], node.value), node)
 
     def visit_Import(self, node: ast.Import) -> Any:

@@ -154,10 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
 
-    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml",
+    p = sub.add_parser("report", help="merge cell results into report.json/html/md, junit.xml and repro/",
                        description="Merge cell results and judge them again: raw outcomes against the known "
                                    "issues (--expectations) and API presence against the API release ranges "
-                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything.")
+                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything. "
+                                   "repro/ gets CELL__CASE.md (the issue body) for every result that is news "
+                                   "or a known bug, and beside it CELL__CASE.py, a standalone reproducer "
+                                   "needing only the cell's packages, for every fail/error/crash.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl",
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)

@@ -131,3 +131,19 @@ def test_a_flipped_shard_map_default_fails_the_bare_call_and_is_api_drift(tmp_pa
     assert _drift(seeded, SM_NUMPY) == ["jax.shard_map(check_vma=True)"]
     assert seeded.cases[SM_NUMPY].observations["defaults"]["jax.shard_map"]["check_vma"] == "False"
     assert seeded.cases[ids[2]].raw == "pass", "the cases that pass the check explicitly are blind to it"
+
+
+STRUCTURE_PROPERTY = "suites/call_jax/test_structure.py::test_generated_output_trees_come_back_as_jax_returns_them"
+NONE_IN_DICT = "suites/call_jax/test_structure.py::test_output_structure[none_in_dict]"
+OUTPUT_PYTREE = "suites/call_jax/test_upstream_parity.py::test_output_pytree_comes_back_complete[dict]"
+
+
+def test_dropped_none_outputs_are_caught_by_the_structure_cases_only(tmp_path):
+    ids = [STRUCTURE_PROPERTY, NONE_IN_DICT, OUTPUT_PYTREE]
+    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "xla29-cpu", "call_jax_drops_none_outputs", ids)
+    for i in (STRUCTURE_PROPERTY, NONE_IN_DICT):
+        assert seeded.cases[i].raw == "fail" and "output structure" in (seeded.cases[i].message or ""), seeded.cases[i]
+    assert "None" in seeded.cases[NONE_IN_DICT].message, "the message shows the None JAX returned"
+    assert seeded.cases[OUTPUT_PYTREE].raw == "pass", "no None in its outputs: blind to the seed"

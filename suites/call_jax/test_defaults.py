@@ -36,7 +36,8 @@ def test_call_jax_with_its_defaults_keeps_unused_arguments_and_returns_both_outp
     check_defaults(observe, torch_api.CALL_JAX, call_jax, {"kwargs": None, "name": None, "override_hash": None})
     cpu, on_xla = xla_inputs((3,), (3,), seed=2)
     out = call_jax(lambda a, b: (a * 2.0, jnp.sin(a)), tuple(on_xla))
-    assert isinstance(out, tuple) and len(out) == 2, f"call_jax returned {type(out).__name__}, not JAX's 2-tuple"
+    assert isinstance(out, tuple) and len(out) == 2, \
+        f"output structure {type(out).__name__} of {len(out)} differs from JAX's: a tuple of 2"
     record_hlo(observe, list(out), tensors_passed=2)
     torch = pytest.importorskip("torch")
     # a * 2 is exact; sin in float32 on XLA's CPU within 2 ulp of torch's (both round to float32).

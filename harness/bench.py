@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness.run.cellrun import REPO
+from harness.paths import REPO
 from harness.errors import UserError
 
-SECTIONS = ("env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist")
+SECTIONS = ("startup", "env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist")
 JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
 JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
 GENERATED = ("suites/shard_map/test_properties.py", "suites/compute_on/test_properties.py")
@@ -240,6 +240,18 @@ def bench_bisect(repeat: int) -> dict:
     return out
 
 
+def bench_startup(repeat: int) -> dict:
+    """What a command costs before it works: the interpreter alone, `--help`, and each command's
+    `--help` (which imports what building its parser needs, nothing of the stages)."""
+    argvs = {"python -c pass": [sys.executable, "-c", "pass"],
+             "harness --help": [sys.executable, "-m", "harness", "--help"],
+             **{f"harness {c} --help": [sys.executable, "-m", "harness", c, "--help"]
+                for c in ("run", "report", "bisect", "news")}}
+    out = {name: _stats([_timed(lambda a=argv: _run(a)) for _ in range(max(repeat, 5))]) for name, argv in argvs.items()}
+    out["targets"] = {"--help <= 0.3 s": out["harness --help"]["median"] <= 0.3}
+    return out
+
+
 def bench_report(repeat: int) -> dict:
     """Render time and HTML size of a synthetic 10,000-result report."""
     from harness.report.synthetic import write_synthetic_results  # provided by the report package
@@ -266,7 +278,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UserError(f"unknown bench section {unknown[0]!r}; choose from {', '.join(SECTIONS)}")
     results: dict = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": sys.platform},
                      "command": "python -m harness bench " + " ".join(sys.argv[2:])}
-    runners = {"env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
+    runners = {"startup": lambda: bench_startup(args.repeat), "env": lambda: bench_env(args.cell, args.repeat), "floor": lambda: bench_floor(args.cell, args.repeat),
                "matrix": lambda: bench_matrix(args.repeat), "bisect": lambda: bench_bisect(args.repeat),
                "report": lambda: bench_report(args.repeat),
                "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat),

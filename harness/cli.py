@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.errors import UserError
-from harness.judge.expectations import DEFAULT_PATH as DEFAULT_EXPECTATIONS
+from harness.paths import MATRICES_DIR
+
+# What `--help` needs must stay cheap to import: each command imports its stage when it runs.
+DEFAULT_EXPECTATIONS = MATRICES_DIR / "known_issues"
 
 DEFAULT_OUT = Path("reports")
 
@@ -73,6 +76,9 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
+  SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
+  SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)
+  SEAMS_WITH='PKG=PATH[@REF] ...'  sources swapped into the cells, as --with PKG=PATH[@REF] (for tox)
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
@@ -80,6 +86,9 @@ examples:
   tox -e jax060-cpu -- -k shard_map                         # the same under tox
   SEAMS_TIMEOUT=900 tox -e xla29-cpu                        # a harness option under tox
   python -m harness run --cell jax060-cpu --xdist 0         # one pytest process, cases one by one
+  python -m harness run --build-only --matrix matrices/accelerators.yaml   # prove every gpu/tpu recipe, run nothing
+  python -m harness run --cell jax072-cpu --with jax=../jax # your jax checkout (dirty is fine) on that cell
+  python -m harness run --cell xla29-cpu --with jax=../jax@5f3c2a1   # a commit of it
 """
 
 
@@ -89,8 +98,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                        description="Build each cell's env (uv, cached) and run the suites in it, one "
                                    "process per cell; results stream to OUT/results/CELL.jsonl, then the "
                                    "compatibility report is written to OUT (or --report-dir).")
-    p.add_argument("--matrix", action="append", type=Path, metavar="FILE",
-                   help="matrix YAML (repeatable; default: matrices/default.yaml)")
+    p.add_argument("--matrix", action="extend", nargs="+", type=Path, metavar="FILE",
+                   help="matrix YAML files (several after one flag, e.g. --matrix matrices/sweeps/*.yaml, "
+                        "or the flag repeated; default: matrices/default.yaml)")
     p.add_argument("--cell", action="append", metavar="NAME",
                    help="run only this cell (repeatable); looked up in every matrices/*.yaml unless --matrix is given")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: reports)")
@@ -111,11 +121,23 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "process. 0 = one pytest process per cell. A number N on gpu/tpu gives each worker one "
                         "chip. Crashes and timeouts are still recorded per test")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
+    p.add_argument("--build-only", action="store_true",
+                   help="build and verify each cell's env (pins installed and importable at their versions, and "
+                        "the device's runtime: libtpu, jax's CUDA plugin), on any machine and whatever the device; "
+                        "run no tests. The report shows each cell as 'env verified, not run: ...'; a recipe that "
+                        "does not resolve is the cell's env-error with uv's reason")
     p.add_argument("-v", "--verbose", action="store_true", help="print every test, not only the news ($SEAMS_VERBOSE=1)")
     p.add_argument("--progress-events", action="store_true", help=argparse.SUPPRESS)  # -j worker -> parent
     p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
     _add_sweep_args(p)
+    g = p.add_argument_group("your own build (see README: Your own build)",
+                             "--with PKG=PATH (a source tree, hashed when dirty), PKG=PATH@REF or PKG=URL@REF (a git "
+                             "ref, exported with git archive), PKG=FILE.whl: take PKG from there in every named cell "
+                             "(repeatable; also $SEAMS_WITH, whitespace-separated, for tox). A jax source is paired "
+                             "with the newest released jaxlib its jax/version.py allows.")
+    g.add_argument("--pair", action="append", default=[], metavar="PKG==VER",
+                   help="with a source: use this binary partner instead of the rule's choice, e.g. jaxlib==0.5.3")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--expectations", type=Path, default=DEFAULT_EXPECTATIONS)
+    p.add_argument("--baseline", type=Path, metavar="OLD/report.json",
+                   help="mark each result that changed since this report (regressed, fixed, changed, new, gone) "
+                        "in the HTML grid, with a 'changed since baseline' view")
+    p.add_argument("--latest-run", action="store_true",
+                   help="merge only the cells of the newest run (cells started within 20 min of an earlier one's "
+                        "end); older results files are dropped and named (what `tox -e ...,report` uses)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -143,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the diff as Markdown")
 
     p = sub.add_parser("matrix", help="list the cells of matrices (names, table, json, github, tox)")
-    p.add_argument("--matrix", action="append", type=Path, metavar="FILE")
+    p.add_argument("--matrix", action="extend", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--format", choices=("names", "table", "json", "github", "tox"), default="table")
     _add_sweep_args(p)
 
@@ -173,9 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sweep_args(p: argparse.ArgumentParser) -> None:
-    from harness.build.sweep import add_sweep_args
-
-    add_sweep_args(p)
+    """The sweep options shared by `run` and `matrix`."""
+    g = p.add_argument_group("release sweeps")
+    g.add_argument("--sweep", action="append", metavar="SPEC",
+                   help="a cell per release on the index: 'jax>=0.4.38,<=0.10.2', 'torch_xla>=2.5,<2.10', "
+                        "'torchax>=0.0.4' (repeatable; --matrix also takes sweep files, matrices/sweeps/*.yaml)")
+    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER|PKG=PATH[@REF]",
+                   help="PKG==VER with --sweep: hold another package at a version in every swept cell; PKG=PATH[@REF] "
+                        "or PKG=FILE.whl with run: take PKG from that source (repeatable)")
+    g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
+                   help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
+    g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")
+    g.add_argument("--index-url", help="with --sweep: list (and install) releases from this index")
 
 
 def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argparse.Namespace | None = None):
@@ -215,6 +252,9 @@ def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
 
 
 def _check_run_options(args: argparse.Namespace) -> None:
+    if getattr(args, "build_only", False) and args.pytest_args:
+        raise UserError(f"--build-only runs no tests, so pytest arguments make no sense with it: "
+                        f"{' '.join(args.pytest_args)!r}; drop them or drop --build-only")
     _env_option(args, "timeout", "SEAMS_TIMEOUT")
     _env_option(args, "jobs", "SEAMS_JOBS")
     if args.xdist is None:
@@ -273,7 +313,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         from harness.build.floating import resolve_cells
 
+        from harness.build.sources import apply_with, describe, is_source_with, parse_pair, with_items
+
+        sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
+        args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
+        cells = apply_with(cells, sourced, parse_pair(args.pair))  # sources -> SHA / content hash, jax paired
+        for cell in cells:
+            for pkg, src in cell.sources.items():
+                print(f"{cell.name}: {pkg} {src['pin']} from {describe(src)}"
+                      + (f"; {src['pairing']}" if src.get("pairing") else ""), file=sys.stderr)
     load_expectations(args.expectations)  # fail fast on a malformed known-issues file
     _check_run_options(args)
     from harness.safeio import check_writable
@@ -289,13 +338,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         files, codes, errors = run_parallel(cells, jobs=jobs, out=args.out,
                                             expectations=args.expectations, timeout=args.timeout,
                                             verbose=args.verbose, pytest_args=args.pytest_args,
-                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist)
+                                            progress=progress, weighted=args.jobs is None, xdist=args.xdist,
+                                            build_only=args.build_only)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
             return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
             return max(_news_exit(files, args.expectations), 1 if any(codes) else 0)
         _note_replaced_report(report_dir, cells, progress.console)
-        from harness.report import report_command
+        from harness.report.command import report_command
 
         return report_command(files, report_dir, args.expectations)
     return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
@@ -308,10 +358,10 @@ def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> in
 
     news = news_lines(files, expectations)
     if not quiet:  # a -j worker's stderr is the parent's: the parent reports
-        for line in news[:20]:
-            print(f"news: {line}", file=sys.stderr)
+        for line in news[:20]:  # the summary: stdout, as the report's summary is
+            print(f"news: {line}")
         if len(news) > 20:
-            print(f"news: ... and {len(news) - 20} more", file=sys.stderr)
+            print(f"news: ... and {len(news) - 20} more")
     return 1 if news else 0
 
 
@@ -335,14 +385,15 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-prefetch")
     try:
         ready = {cell.name: pool.submit(_prepare, cell, progress) for cell in cells
-                 if available(cell.device)[0]}
+                 if args.build_only or available(cell.device)[0]}
         for i, cell in enumerate(cells, 1):
             progress.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
             fut = ready.get(cell.name)
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
                            judge=judge, timeout_s=args.timeout, progress=progress,
-                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()))
+                           env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()),
+                           build_only=args.build_only)
             files.append(run.results)
             runs.append(run)
     finally:
@@ -356,7 +407,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
         lifeline.kill_all()
     if args.no_report:
         return _news_exit(files, args.expectations, quiet=args.progress_events)
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     if hasattr(progress, "console"):
         _note_replaced_report(report_dir, cells, progress.console)
@@ -364,13 +415,13 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     # A folder stands for every results file in it (tox's `report` env cannot glob).
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
-    return report_command(paths, args.out, args.expectations)
+    return report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -441,7 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness import lifeline
 
     lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
+    _absolute_paths(args)
     try:
+        _check_fault_hook()
         return int(handler(args) or 0)
     except UserError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
@@ -461,6 +514,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Every path option made absolute against the caller's folder, once: the harness hands paths to
+    processes that run elsewhere (pytest in the checkout, bisect under news), so any folder works."""
+    for name, value in vars(args).items():
+        if isinstance(value, Path):
+            setattr(args, name, value.absolute())
+        elif isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
+            setattr(args, name, [v.absolute() for v in value])
+
+
+def _check_fault_hook() -> None:
+    """A malformed SEAMS_FAULT (the anomaly tests' hook, harness.faults) is bad input, not ignored."""
+    from harness import faults
+
+    try:
+        faults.check_env()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _one_line(text: str) -> str:

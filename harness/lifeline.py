@@ -20,7 +20,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import Sequence
+
+from harness import faults
 
 LIFELINE_ENV = "SEAMS_LIFELINE_FD"
 _PR_SET_PDEATHSIG = 1
@@ -84,6 +87,122 @@ def wrap(argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), "--", *argv]
 
 
+# Every process a cell's pytest starts inherits this variable (a comma-separated chain, so nested
+# runs such as news -> bisect -> probe each add theirs): a process that left pytest's group
+# (setsid, a double fork, a daemon) still carries it, and the runner finds it by it at cell end.
+OWNER_ENV = "SEAMS_OWNER"
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt its orphaned descendants (Linux PR_SET_CHILD_SUBREAPER; False elsewhere):
+    a daemon a test double-forks becomes this process's child, not init's, so it can be found and reaped."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def owner_env(token: str) -> dict[str, str]:
+    """The variable that marks every process started under `token` (kept with any outer run's tokens)."""
+    outer = os.environ.get(OWNER_ENV, "")
+    return {OWNER_ENV: f"{outer},{token}" if outer else token}
+
+
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid -> (ppid, state) for every process (Linux /proc; empty elsewhere)."""
+    table = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                table[int(entry.name)] = (int(fields[1]), fields[0])
+            except (OSError, IndexError, ValueError):
+                continue
+    return table
+
+
+def owned_by(token: str) -> list[int]:
+    """Live processes (not zombies) whose environment carries `token` in SEAMS_OWNER."""
+    found = []
+    for pid, (_ppid, state) in _proc_table().items():
+        if pid == os.getpid() or state in ("Z", "X"):
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        for item in env.split(b"\0"):
+            if item.startswith(OWNER_ENV.encode() + b"=") and token.encode() in item.split(b"=", 1)[1].split(b","):
+                found.append(pid)
+                break
+    return found
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:200] or f"pid {pid}"
+    except OSError:
+        return f"pid {pid}"
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit status of those of `pids` that were adopted by this process and have ended
+    (they would stay zombies otherwise). Only these: reaping a Popen's child here would steal its status."""
+    me = os.getpid()
+    for pid, (ppid, state) in _proc_table().items():
+        if pid in pids and ppid == me and state == "Z":
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def sweep(token: str, rounds: int = 5) -> list[str]:
+    """Kill every process still carrying `token` (what the tests left running); their command lines.
+
+    Several rounds, because a process may fork between the scan and the kill; each found process's
+    own group goes too when it leads one (a daemon's children).
+    """
+    left: dict[int, str] = {}
+    seen: set[int] = set()
+    for _ in range(rounds):
+        pids = owned_by(token)
+        if not pids:
+            break
+        seen.update(pids)
+        for pid in pids:
+            left.setdefault(pid, _command(pid))
+            try:
+                if os.getpgid(pid) == pid and pid != os.getpgrp():
+                    os.killpg(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            _reap(seen)
+            time.sleep(0.02)
+    _reap(seen)
+    return list(left.values())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def track(proc: subprocess.Popen) -> None:
     """Remember a child started in its own process group, to kill it on any exit path."""
     with _live_lock:
@@ -96,12 +215,27 @@ def untrack(proc: subprocess.Popen) -> None:
         _live.discard(proc)
 
 
+def _killpg(pgid: int) -> None:
+    """SIGKILL a process group; a refused kill is tried once more (a group already gone is fine)."""
+    for _ in range(2):
+        try:
+            faults.point("kill", pgid)
+            os.killpg(pgid, signal.SIGKILL)
+            return
+        except ProcessLookupError:
+            return
+        except OSError:
+            continue
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the child's process group (it leads one: start_new_session) and reap the child."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _killpg(proc.pid)
+    if proc.poll() is None:  # the group kill was refused twice: the child itself at least
+        try:
+            proc.kill()
+        except OSError:
+            pass
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:  # unkillable (D state): nothing more a user process can do
@@ -113,10 +247,7 @@ def kill_all() -> None:
     with _live_lock:
         procs = list(_live)
     for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _killpg(proc.pid)
 
 
 def _on_signal(signum: int, _frame: object) -> None:

@@ -6,14 +6,20 @@ import errno
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness import faults
 from harness.errors import UserError
 
 # Errors that mean "the disk is full or read-only" wherever they happen: one line, exit 2, not a bug.
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+# Errors the machine gives a file or process call for reasons of its own (a failing disk, no file
+# descriptors or processes left, a refused permission): one line, exit 2, never a harness bug.
+MACHINE_ERRNOS = DISK_ERRNOS | {errno.EIO, errno.EMFILE, errno.ENFILE, errno.EXDEV, errno.EACCES, errno.EPERM,
+                                errno.EAGAIN, errno.ENOMEM, errno.EBUSY, errno.ETXTBSY}
 
 
 def _file_mode() -> int:
@@ -33,11 +39,18 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     path = Path(path)
     if isinstance(data, str):  # a lone surrogate (possible in JSON input) must not abort the write
         data = data.encode("utf-8", "backslashreplace")
+    refuse_special(path)
+    faults.point("open", path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
+            faults.point("write", tmp)
             fh.write(data)
+            fh.flush()
             os.fchmod(fh.fileno(), _file_mode())
+            faults.point("fsync", tmp)
+            os.fsync(fh.fileno())  # the rename must never publish a file whose data is not on disk
+        faults.point("rename", path)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -53,6 +66,7 @@ def ensure_dir(path: Path, what: str = "--out") -> Path:
     if path.exists() and not path.is_dir():
         raise UserError(f"{what} {path}: is a file, not a folder; name a folder")
     try:
+        faults.point("mkdir", path)
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{what} {path}: cannot create the folder: {exc.strerror or exc}") from None
@@ -63,6 +77,7 @@ def check_writable(path: Path, what: str = "--out") -> Path:
     """Fail early, before any work, if the output folder cannot take a file."""
     ensure_dir(path, what)
     try:
+        faults.point("open", path)
         fd, tmp = tempfile.mkstemp(dir=path, prefix=".seams-write-check.")
         os.close(fd)
         os.unlink(tmp)
@@ -72,11 +87,29 @@ def check_writable(path: Path, what: str = "--out") -> Path:
 
 
 def disk_error(exc: OSError, any_errno: bool = False) -> UserError | None:
-    """A one-line UserError for an OSError about a full or read-only disk (any errno if asked), else None."""
-    if not any_errno and exc.errno not in DISK_ERRNOS:
+    """A one-line UserError for an OSError the machine gave (full disk, I/O error, no fds; any errno
+    if asked), else None."""
+    if not any_errno and exc.errno not in MACHINE_ERRNOS:
         return None
-    where = exc.filename or "to the disk"
-    return UserError(f"cannot write {where}: {exc.strerror or exc}; finished results already on disk are kept")
+    if exc.errno in DISK_ERRNOS or exc.filename:
+        where = f"cannot write {exc.filename or 'to the disk'}"
+    else:
+        where = "the machine refused a file or process call"
+    return UserError(f"{where}: {exc.strerror or exc}; finished results already on disk are kept")
+
+
+def refuse_special(path: Path) -> None:
+    """UserError unless `path` is absent or a regular file: an output never replaces a device, a FIFO,
+    a socket, a folder or a symlink (renaming over a symlink would drop it; over /dev/null, break it)."""
+    try:
+        st = os.lstat(path)
+    except OSError:  # absent, or its folder cannot be reached: the write itself says why
+        return
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a symlink" if stat.S_ISLNK(st.st_mode) else "a folder" if stat.S_ISDIR(st.st_mode)
+                else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise UserError(f"{path}: is {kind}; an output replaces only a regular file: remove it or choose another --out")
 
 
 def strict(value: Any) -> Any:

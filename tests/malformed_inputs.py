@@ -137,7 +137,7 @@ _add("matrix: device a list", _matrix("include:\n  - {name: a-cpu, device: [cpu]
 _add("matrix: pins a list", _matrix("include:\n  - {name: a-cpu, pins: [jax]}\n"), "pins must map")
 _add("matrix: pin a list", _matrix("include:\n  - {name: a-cpu, pins: {jax: [0.6.0]}}\n"), "is not a version")
 _add("matrix: pin a bool", _matrix("include:\n  - {name: a-cpu, pins: {jax: true}}\n"), "is not a version")
-_add("matrix: pin a mapping", _matrix("include:\n  - {name: a-cpu, pins: {jax: {v: 1}}}\n"), "is not a version")
+_add("matrix: pin a mapping", _matrix("include:\n  - {name: a-cpu, pins: {jax: {v: 1}}}\n"), "a source pin is {path: DIR} or {git: REPO")
 _add("matrix: pin null", _matrix("include:\n  - {name: a-cpu, pins: {jax: null}}\n"), "is not a version")
 _add("matrix: pin with a newline", _matrix('include:\n  - {name: a-cpu, pins: {jax: "0.6.0\\n"}}\n'), "is not a PEP 440 version")
 _add("matrix: pin a range", _matrix("include:\n  - {name: a-cpu, pins: {jax: '>=0.6'}}\n"), "is not a PEP 440 version")

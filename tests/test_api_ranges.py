@@ -12,7 +12,7 @@ import pytest
 from harness.judge.apis import DEFAULT_PATH, api_drift, load_api_ranges, observed_apis
 from harness.errors import UserError
 from harness.judge.outcomes import FAILING_VERDICTS
-from harness.report import report_command
+from harness.report.command import report_command
 from harness.judge.verdicts import judge_case
 from tests.results_fixtures import cell_file, known_issues
 

@@ -161,7 +161,7 @@ def test_malformed_input_in_a_real_process(name, tmp_path):
 
 def test_a_backtracking_match_regex_is_bounded_and_judged_news_not_green(tmp_path):
     """A `match` that backtracks catastrophically on the message: the report ends quickly, as a regression."""
-    from harness.report import report_command
+    from harness.report.command import report_command
     from tests.results_fixtures import SHARD as CASE_ID, case, cell_file, known_issues
 
     issues = known_issues(tmp_path, f"""  - id: slow-regex

@@ -41,7 +41,7 @@ def test_unknown_bound_fails_at_once_with_one_line(tmp_path):
 
 
 def test_from_report_takes_the_bad_bound_from_a_cell_and_proposes_the_good_one(tmp_path):
-    from harness.report import report_command
+    from harness.report.command import report_command
     from tests.results_fixtures import case, cell_file, known_issues
 
     files = [cell_file(tmp_path, "jax053-cpu", "0.5.3", [case(BASE, "pass")]),

@@ -63,9 +63,12 @@ def test_dry_run_prints_each_issue_and_calls_no_gh(tmp_path):
     proc = _cli(tmp_path, "--dry-run", env={"SEAMS_GH": str(tmp_path / "no-such-gh")})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("--- would open or update the issue marked <!-- xla-seams-news:") == 3
-    assert f"title: [nightly] regression: {A} on jaxlatest-cpu" in proc.stdout
-    assert "versions that moved: jax 0.6.0 -> 0.7.2, jaxlib 0.6.0 -> 0.7.2" in proc.stdout
-    assert "## Repro" in proc.stdout and "pip install" in proc.stdout
+    # the title says what broke and where; the body is harness.report.issue_body's form
+    assert "title: [xla-seams] regression: test_a fails on jax 0.7.2, jaxlib 0.7.2 (cpu)" in proc.stdout
+    assert "moved since the previous run: jax 0.6.0 -> 0.7.2, jaxlib 0.6.0 -> 0.7.2" in proc.stdout
+    assert "### Reproduce" in proc.stdout and "pip install jax==0.7.2 jaxlib==0.7.2 'pytest>=8'" in proc.stdout
+    first = proc.stdout.split("--- would open")[1]
+    assert first.count("boom") == 1  # the message once
 
 
 def test_max_bounds_the_items(tmp_path):

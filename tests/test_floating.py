@@ -105,7 +105,7 @@ def test_run_records_an_unresolvable_nightly_as_env_error(tmp_path, release_inde
 def test_report_shows_what_a_floating_pin_resolved_to(tmp_path):
     from results_fixtures import SHARD, case, cell_file
 
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     path = cell_file(tmp_path, "jaxlatest-cpu", "0.10.2", [case(SHARD, "pass")])
     lines = path.read_text().splitlines()

@@ -43,3 +43,23 @@ def test_a_wrong_way_import_fails_with_the_contracts_message(tmp_path, module, l
     target.write_text(target.read_text() + f"\n{line}  # noqa\n")
     proc = _lint(tmp_path)
     assert proc.returncode != 0 and broken in proc.stdout, proc.stdout[-3000:]
+
+
+# Building the parser (what `--help` of any command does) may import the modules that register a
+# command's options, never a stage's machinery nor the heavy libraries the commands use.
+_SHARED_GROUND = {"harness.errors", "harness.paths", "harness.safeio", "harness.lifeline", "harness.faults"}
+_PARSER_MAY_IMPORT = _SHARED_GROUND | {"harness", "harness.cli", "harness.bench",
+                      "harness.bisect", "harness.bisect.cli", "harness.nightly", "harness.nightly.filing",
+                      "harness.report", "harness.report.history"}
+_HEAVY = ("rich", "jinja2", "jsonschema", "yaml", "filelock", "urllib.request", "http.client", "markdown_it")
+
+
+def test_building_the_parser_imports_no_stage_and_no_heavy_library():
+    code = ("import sys, harness.cli; harness.cli.build_parser(); "
+            f"heavy = {_HEAVY!r}; "
+            "print('\\n'.join(sorted(m for m in sys.modules if m == 'harness' or m.startswith('harness.') "
+            "or any(m == h or m.startswith(h + '.') for h in heavy))))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = set(proc.stdout.split())
+    assert not loaded - _PARSER_MAY_IMPORT, f"--help imports more than it needs: {sorted(loaded - _PARSER_MAY_IMPORT)}"

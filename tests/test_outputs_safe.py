@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import report_command
+from harness.report.command import report_command
 from tests.results_fixtures import case, cell_file, known_issues
 
 PWNED = "seams-pwned-marker"
@@ -91,11 +91,12 @@ def test_repro_command_lines_paste_safely_into_a_shell(report_dir, tmp_path):
 
 def test_repro_fences_cannot_be_closed_by_the_message(report_dir):
     lines = next((report_dir / "repro").glob("*.md")).read_text().splitlines()
-    i = lines.index("## What happened") + 2
+    i = lines.index("### What happened") + 2
     fence = lines[i]
     assert set(fence) == {"`"} and len(fence) > 3  # longer than the ``` inside the message
     j = lines.index(fence, i + 1)  # the first line a Markdown renderer takes as the closing fence
-    assert "\n".join(lines[i + 1:j]) == HOSTILE_MSG.replace("\ud800", "\\ud800")
+    shown = re.sub(r"[\x00-\x08\x0b-\x1f]", lambda m: f"\\x{ord(m.group()):02x}", HOSTILE_MSG.strip())
+    assert "\n".join(lines[i + 1:j]) == shown.replace("\ud800", "\\ud800")  # control characters shown, not obeyed
 
 
 def test_diff_prints_hostile_ids_without_obeying_them(report_dir, tmp_path, capsys):

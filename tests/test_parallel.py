@@ -141,4 +141,32 @@ def test_parallel_no_report_names_the_news_and_exits_1(tmp_path):
                            "ok_before or abort"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr
     for cell in CELLS:
-        assert f"news: {cell}: crash: tests/drills/test_faults.py::test_abort" in proc.stderr, proc.stderr
+        assert f"news: {cell}: crash: tests/drills/test_faults.py::test_abort" in proc.stdout, proc.stdout  # the summary: stdout
+
+
+@pytest.mark.e2e
+def test_a_worker_killed_by_a_signal_is_its_cells_crash_and_the_rest_is_reported(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "-j", "2", *sum((["--cell", c] for c in CELLS), []),
+                             "--out", str(tmp_path), "--xdist", "0", "--", "tests/drills/test_slow.py"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim, deadline = None, time.monotonic() + 240
+    while victim is None and time.monotonic() < deadline:  # jax053-cpu's worker, once its tests run
+        results = tmp_path / "results" / "jax053-cpu.jsonl"
+        if results.exists() and '"TestStart"' in results.read_text():
+            for entry in Path("/proc").iterdir():
+                try:
+                    cmd = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if b"--worker-cell" in cmd and any(b'"jax053-cpu"' in part for part in cmd):
+                    victim = int(entry.name)
+        time.sleep(0.1)
+    assert victim, "the worker never started its tests"
+    os.kill(victim, signal.SIGKILL)
+    _out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err
+    assert "internal error" not in err and "Traceback" not in err
+    doc = json.loads((tmp_path / "report.json").read_text())
+    cells = {c["cell"]: c for c in doc["cells"]}
+    assert cells["jax060-cpu"]["status"] == "complete"
+    assert cells["jax053-cpu"]["status"] == "incomplete" and "died with SIGKILL" in cells["jax053-cpu"]["reason"]

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from harness.report.diff import compare
-from harness.report import report_command
+from harness.report.command import report_command
 from harness.report.synthetic import write_synthetic_results
 from tests.results_fixtures import COMPUTE, PVARY, SHARD, SHARD_ISSUE, case, cell_file, known_issues
 
@@ -83,14 +82,12 @@ def test_junit_is_well_formed(tmp_path, two_cells):
     assert suites["jax060-cpu"].get("failures") == "1" and suites["jax053-cpu"].get("skipped") == "1"
 
 
-def test_ten_thousand_results_render_fast_and_small(tmp_path):
+def test_ten_thousand_results_render_small(tmp_path):
+    # Speed is the benchmark's business (`python -m harness bench report`), not a timed test's.
     files = write_synthetic_results(tmp_path / "in", results=10_000)
-    t = time.perf_counter()
     report_command(files, tmp_path / "out", known_issues(tmp_path, ""))
-    elapsed = time.perf_counter() - t
     size = (tmp_path / "out" / "report.html").stat().st_size
     assert size < 1_000_000, f"report.html is {size} bytes"
-    assert elapsed < 10, f"rendering took {elapsed:.1f}s"  # the benchmark tracks the 2 s target
 
 
 def test_diff_categories(tmp_path):

@@ -141,7 +141,7 @@ def test_a_line_that_always_fails_does_not_claim_a_last_good():
 def test_report_command_writes_the_since_section(tmp_path):
     from results_fixtures import SHARD, case, cell_file
 
-    from harness.report import report_command
+    from harness.report.command import report_command
 
     files = [cell_file(tmp_path, f"jax{v.replace('.', '')}-cpu", v, [case(SHARD, raw)])
              for v, raw in (("0.5.3", "pass"), ("0.6.0", "fail"), ("0.7.2", "fail"))]

@@ -11,12 +11,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.bisect.probe import Prober
-from harness.bisect.report import ir_diff, render
-from harness.bisect.search import BAD, GOOD, bisect
-from harness.build.releases import between, held_pins, list_versions, nearest
-from harness.build.cell import Cell
+from typing import TYPE_CHECKING
+
 from harness.errors import UserError
+
+if TYPE_CHECKING:  # the stages themselves are imported when the command runs: `--help` stays cheap
+    from harness.bisect.probe import Prober
+    from harness.build.cell import Cell
 
 DESCRIPTION = """\
 Binary-search the released versions of a package between a good and a bad bound, building a probe
@@ -42,7 +43,9 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
                    help="what 'bad' means: fail (default: fail/error/crash/timeout), crash, pass (bisect a fix), "
                         "or error-matches:REGEX")
     p.add_argument("--script", nargs=argparse.REMAINDER,
-                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python")
+                   help="bisect a command instead of a test (exit 0 good, 125 skip, 1-127 bad); $SEAMS_PYTHON is the probe's python. "
+                        "A single FILE.py (a standalone reproducer from `harness report`'s repro/) runs isolated with the "
+                        "probe's python; an import error of the bisected package counts as api absent (skip)")
     p.add_argument("--index-url", help="package index for listing and installing (e.g. a nightly index)")
     p.add_argument("--find-links", action="append", default=[], help="extra wheel folder/page (repeatable)")
     p.add_argument("--pre", action="store_true", help="include pre-releases and .dev nightlies")
@@ -50,10 +53,25 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--case", help="with --from-report: the case id (instead of TEST_ID)")
     p.add_argument("--out", type=Path, default=Path("reports/bisect"), help="probe results and the final report")
     p.add_argument("--markdown", type=Path, help="also write the final report as Markdown here")
+    g = p.add_argument_group("commits (see README: Bisect to a commit)",
+                             "With --commits, --good and --bad are refs in --repo (a release number such as 0.5.3 "
+                             "is looked up as the tag PKG-v0.5.3, then v0.5.3), and the first-parent commits "
+                             "between them are searched; each probe builds the package from its commit (git "
+                             "archive + uv). A commit that does not build, install or import is skipped.")
+    g.add_argument("--commits", action="store_true", help="search commits instead of releases (needs --repo)")
+    g.add_argument("--repo", metavar="PATH_OR_URL", help="the package's git repository (a URL is cloned once into "
+                                                          "$SEAMS_REPOS_DIR, default ~/.cache/xla-seams/repos)")
+    g.add_argument("--subdir", metavar="DIR", help="the package's folder inside --repo (torchax in pytorch/xla)")
+    g.add_argument("--pair", action="append", default=[], metavar="PKG==VER",
+                   help="binary partner for every commit instead of the rule's choice (jax: the newest jaxlib "
+                        "release in the commit's [_minimum_jaxlib_version, _version]), e.g. jaxlib==0.5.3")
+    g.add_argument("--to-commit", action="store_true",
+                   help="after a release bisection, go on into the commits between the two releases it found (needs --repo)")
     p.set_defaults(handler=cmd_bisect)
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
+    from harness.build.cell import Cell
     from harness.build.matrix import DEFAULT_MATRIX, catalogue, load_matrix
 
     if args.cell:
@@ -102,12 +120,20 @@ def _from_report(args: argparse.Namespace) -> None:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Run the bisection and print the final report; 0 found, 1 inconclusive, 2 bad input."""
+    from harness.bisect.probe import Prober
+    from harness.bisect.report import render
+    from harness.bisect.search import bisect
+    from harness.build.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
+    if args.commits and not args.package:
+        args.package = "jax"
     if not args.package or not args.good or not args.bad:
         raise UserError("bisect needs --package, --good and --bad (or --from-report)")
     if not args.script and not args.test_id:
         raise UserError("bisect needs a TEST_ID or --script CMD ...")
+    if args.script and len(args.script) == 1 and args.script[0].endswith(".py") and not Path(args.script[0]).is_file():
+        raise UserError(f"--script {args.script[0]}: no such file")
     if args.test_id:
         from harness.report.repro import test_source
 
@@ -115,6 +141,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "
                             "(copy an id from `pytest suites --collect-only -q`)")
         _check_params(args.test_id)
+    if args.commits:
+        return _cmd_commits(args, args.good, args.bad)
+    if args.to_commit and not args.repo:
+        raise UserError("--to-commit needs --repo PATH_OR_URL (the package's git repository)")
     try:
         good, bad = Version(args.good), Version(args.bad)
     except InvalidVersion as exc:
@@ -151,7 +181,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         summary["conclusion"] = (f"fixed in {package} {summary['first_bad']}: the first release where it passes "
                                  f"(last failing: {summary['last_good']})")
     summary.update({"regress": prober.regress, "target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
-                    "script": args.script, "order": [str(v) for v in span], "n_between": n_between,
+                    "script": args.script, "script_text": _script_text(args.script), "order": [str(v) for v in span], "n_between": n_between,
                     "probes_run": prober.runs, "cached": sum(a.cached for a in prober.answers.values()),
                     "wall_s": time.monotonic() - t0, "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
     first_bad_cell = prober.cell_for(summary["first_bad"]) if summary.get("first_bad") else None
@@ -159,9 +189,66 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     print(render(summary, answers, first_bad_cell, markdown=False))
     md = render(summary, answers, first_bad_cell, markdown=True)
     (args.out / "bisect.md").write_text(md)
+    issue = _issue_markdown(summary, first_bad_cell, md)
+    if issue:
+        (args.out / "issue.md").write_text(issue)
     if args.markdown:
         args.markdown.write_text(md)
+    if args.to_commit and summary.get("first_bad"):
+        log(f"going on into the commits between {package} {summary['last_good']} and {summary['first_bad']}")
+        return _cmd_commits(args, summary["last_good"], summary["first_bad"], append=True)
     return 0 if summary.get("first_bad") else 1
+
+
+def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: bool = False) -> int:
+    """`bisect --commits`: the first bad commit between two refs of --repo (append: after the release
+    bisection's report in --markdown, for --to-commit)."""
+    from harness.bisect.commits import bisect_commits, render_commits
+    from harness.build.sources import parse_pair
+    from harness.safeio import check_writable
+
+    if not args.repo:
+        raise UserError("--commits needs --repo PATH_OR_URL (the package's git repository)")
+    check_writable(args.out)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    kw = dict(package=canonicalize_name(args.package or "jax"), base=_base_cell(args), pair=parse_pair(args.pair),
+              test_id=args.test_id, regress=_regress(args.regress), held=held_pins(args.held),
+              out_dir=args.out / "probes", script=args.script, log=log)
+    summary, answers, commits = bisect_commits(args, kw, _conclude, log, good_ref, bad_ref)
+    summary.update({"target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
+                    "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
+    print(render_commits(summary, answers, commits, markdown=False))
+    md = render_commits(summary, answers, commits, markdown=True)
+    (args.out / "bisect-commits.md").write_text(md)
+    if args.markdown:
+        args.markdown.write_text((args.markdown.read_text() + "\n" if append and args.markdown.exists() else "") + md)
+    return 0 if summary.get("first_bad") else 1
+
+
+def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: str) -> str | None:
+    """issue.md: the first bad release's result in the one issue form (harness.report.issue_body),
+    with this bisection and the standalone script (the one bisected, or the case's exported one)."""
+    from harness.report.repro import repro_markdown, script_for
+
+    fb = summary.get("first_bad_answer")
+    if first_bad_cell is None or fb is None:
+        return None
+    desc = first_bad_cell.describe()
+    cell = {**desc, "versions": dict(first_bad_cell.pins), "env": desc["env"]}
+    result = {"raw": fb.raw if fb.raw in ("fail", "error", "crash", "pass") else "fail", "verdict": "bad",
+              "message": fb.message}
+    case = summary.get("test_id")
+    script = summary.get("script_text") or script_for(case, cell, result)
+    name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1] if summary.get("script_text") else "repro.py"
+    return repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
+
+
+def _script_text(script: list[str] | None) -> str | None:
+    """The exported reproducer's text, embedded in the bisection's report (None for a command)."""
+    from harness.bisect.probe import script_file
+
+    path = script_file(script)
+    return path.read_text(encoding="utf-8", errors="replace") if path else None
 
 
 def _check_params(test_id: str) -> None:
@@ -198,6 +285,8 @@ def _regress(value: str) -> str:
 
 def _conclude(outcome, prober: Prober, package: str, span, good, bad) -> dict:
     """Turn the search outcome into a conclusion, probing the bad bound only if the window is ambiguous."""
+    from harness.bisect.report import ir_diff
+    from harness.bisect.search import BAD, GOOD
     skipped = outcome.skipped_between
     summary: dict = {"last_good": outcome.last_good}
     absent_from = None

@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.bisect.probe import Answer
 from harness.build.cell import Cell
+from harness.report.repro import fenced, harness_install_line
 
 _IR_KEYS = ("stablehlo", "hlo", "jaxpr", "ir")
 _MAX_DIFF_LINES = 120
@@ -62,7 +63,13 @@ def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell 
                if summary.get("test_id") else f"{env} " + " ".join(summary.get("script") or []))
         out += ["", h("reproduce (first bad)"), "```sh" if markdown else "",
                 "python3.11 -m venv venv && . venv/bin/activate",
-                first_bad_cell.install_line() + " pytest pytest-reportlog pyyaml packaging", run.strip(),
+                harness_install_line(first_bad_cell.install_line()), run.strip(),
                 "```" if markdown else ""]
+    if summary.get("script_text"):
+        name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1]
+        text = summary["script_text"].rstrip("\n")
+        out += ["", h("standalone reproducer")]
+        out += (["", f"<details><summary>{name}</summary>", "", *fenced(text, "python"), "", "</details>"]
+                if markdown else [text])
     out += ["", f"Reproduce with: {summary['command']}"]
     return "\n".join(line for line in out if line is not None) + "\n"

@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from harness.build.devices import EXTRAS, PJRT
+from harness.build.devices import PJRT, device_extra
 
 PYTHON = "3.11"
 # What the harness plugin needs inside every cell, besides the pins.
@@ -39,12 +39,20 @@ class Cell:
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly`, before resolving
     extra_index_urls: tuple[str, ...] = ()  # e.g. the nightly index a `nightly` pin resolved on
     unresolved: str = ""  # why a floating pin could not be resolved: building the env is then an env-error
+    # Packages from a wheel file, a source tree or a git ref (harness.build.sources): package -> the
+    # source, resolved (SHA or content hash, declared version) before the env is built.
+    sources: dict[str, dict] = field(default_factory=dict)
 
     def requirements(self) -> list[str]:
         """Requirement strings for uv: pins (with the device's extras), extras, runtime deps."""
         reqs = []
-        for pkg, ver in self.pins.items():
-            extra = EXTRAS.get(self.device, {}).get(pkg)
+        for pkg, ver in {**self.pins, **{k: self.pins.get(k, "") for k in self.sources}}.items():
+            if pkg in self.sources:
+                from harness.build.sources import requirement
+
+                reqs.append(requirement(pkg, self.sources[pkg]))
+                continue
+            extra = device_extra(self.device, pkg, list(self.pins))
             reqs.append(f"{pkg}[{extra}]=={ver}" if extra else f"{pkg}=={ver}")
         return reqs + list(self.extras) + list(RUNTIME_REQUIREMENTS)
 
@@ -60,6 +68,9 @@ class Cell:
                  "find_links": list(self.find_links)}
         if self.extra_index_urls:  # only when set, so the keys of existing envs stay as they were
             parts["extra_index_urls"] = list(self.extra_index_urls)
+        if self.sources:  # the commit or content hash of each source (a dirty tree's edits included)
+            parts["sources"] = {pkg: [s.get("sha"), s.get("content_hash"), s.get("subdir")]
+                                for pkg, s in self.sources.items()}
         blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -82,11 +93,13 @@ class Cell:
         return Cell(name=name, device=self.device, pins=merged, extras=self.extras, env=dict(self.env),
                     timeout_s=self.timeout_s, index_url=self.index_url, find_links=self.find_links,
                     runs_on=self.runs_on, source=self.source, floating=dict(self.floating),
-                    extra_index_urls=self.extra_index_urls)
+                    extra_index_urls=self.extra_index_urls,
+                    sources={k: v for k, v in self.sources.items() if k not in pins})
 
     def describe(self) -> dict:
         """JSON-friendly description (CellStart record, `harness matrix` output)."""
         return {"cell": self.name, "device": self.device, "pins": self.pins, "extras": list(self.extras),
                 "env": self.run_env(), "timeout_s": self.timeout_s, "install_line": self.install_line(),
                 "runs_on": self.runs_on, "source": self.source,
-                **({"floating": self.floating} if self.floating else {})}
+                **({"floating": self.floating} if self.floating else {}),
+                **({"sources": self.sources} if self.sources else {})}

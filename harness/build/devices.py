@@ -15,6 +15,29 @@ EXTRAS = {
     "gpu": {"jax": "cuda12"},
     "tpu": {"jax": "tpu", "torch-xla": "tpu"},
 }
+def device_extra(device: str, pkg: str, pinned: list[str]) -> str | None:
+    """The extra that gives `pkg` its build for `device`, for a cell pinning `pinned`.
+
+    A torch_xla cell on TPU takes libtpu from torch_xla's `tpu` extra, and jax plain (as torch_xla's
+    own `pallas` extra pins it): jax's `tpu` extra pins another libtpu (jax[tpu] 0.7.1 wants libtpu
+    0.0.20.*, torch-xla[tpu] 2.9.0 libtpu 0.0.21), so asking for both does not resolve.
+    """
+    names = {p.replace("_", "-").lower() for p in pinned}
+    key = pkg.replace("_", "-").lower()
+    if device == "tpu" and key == "jax" and "torch-xla" in names:
+        return None
+    return EXTRAS.get(device, {}).get(key)
+
+
+# The runtime each accelerator recipe must bring in beside the pins (dist -> module to import): the
+# env check proves these installed and importable. Importing them loads no device: libtpu is a
+# Python wrapper around libtpu.so; jax's CUDA plugin is the PJRT plugin (jax_plugins.xla_cuda12,
+# from jax-cuda12-pjrt) plus the kernels package jax_cuda12_plugin (CUDA libraries from nvidia-* wheels).
+RUNTIME_PACKAGES = {
+    "cpu": {},
+    "gpu": {"jax": {"jax-cuda12-pjrt": "jax_plugins.xla_cuda12", "jax-cuda12-plugin": "jax_cuda12_plugin"}},
+    "tpu": {"jax": {"libtpu": "libtpu"}, "torch-xla": {"libtpu": "libtpu"}},
+}
 # GitHub Actions runner labels per device type, unless a cell names its own (`runs_on`).
 RUNNERS = {"cpu": "ubuntu-latest", "gpu": ["self-hosted", "gpu"], "tpu": ["self-hosted", "tpu"]}
 # PJRT_DEVICE selects torch_xla's backend; JAX picks its platform itself.
@@ -36,6 +59,19 @@ def available(device: str) -> tuple[bool, str]:
             return True, ""
         return False, "no tpu device on this machine (no /dev/accel*, /dev/vfio/*, TPU_ACCELERATOR_TYPE)"
     return False, f"unknown device type {device!r}"
+
+
+def runtime_packages(device: str, pinned: list[str]) -> dict[str, str]:
+    """The runtime dists (-> import name) a cell on `device` with these pinned packages must have."""
+    out: dict[str, str] = {}
+    for pkg in pinned:
+        out.update(RUNTIME_PACKAGES.get(device, {}).get(pkg.replace("_", "-").lower(), {}))
+    return out
+
+
+def not_run_reason(device: str, why_absent: str) -> str:
+    """Why a built env did not run its tests: the missing device, or the build-only choice."""
+    return f"no {device} device" if why_absent else "--build-only"
 
 
 def _nvidia_smi_ok() -> bool:

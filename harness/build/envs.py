@@ -30,6 +30,7 @@ from filelock import FileLock
 
 from harness import lifeline
 from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
+from harness.build.devices import runtime_packages
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -40,6 +41,7 @@ _VERIFY = r"""
 import importlib, json, sys
 from importlib import metadata
 pins = json.loads(sys.argv[1]); names = json.loads(sys.argv[2]); out = {}
+sourced = json.loads(sys.argv[3]) if len(sys.argv) > 3 else []
 for dist, ver in pins.items():
     mod = names.get(dist)
     rec = {"pinned": ver}
@@ -53,9 +55,15 @@ for dist, ver in pins.items():
         try:
             m = importlib.import_module(mod)
             rec["reported"] = str(getattr(m, "__version__", rec["dist"]))
+            rec["file"] = str(getattr(m, "__file__", "") or "")
         except BaseException as e:
             lines = (str(e) or type(e).__name__).strip().splitlines()
             rec["error"] = "import %s failed: %s: %s" % (mod, type(e).__name__, lines[-1] if lines else "")
+    if dist in sourced:  # PEP 610: where the installer took the package from
+        try:
+            rec["direct_url"] = json.loads(metadata.distribution(dist).read_text("direct_url.json") or "{}").get("url")
+        except Exception as e:
+            rec["direct_url"] = None
     out[dist] = rec
 print(json.dumps(out))
 """
@@ -117,13 +125,22 @@ def _one_line(text: str) -> str:
     return (lines[-1] if lines else "uv failed without output")[:400]
 
 
-def verify(python: Path, cell: Cell) -> dict[str, str]:
-    """Import each pinned package in the env and check its version; EnvError on any mismatch."""
+def verify(python: Path, cell: Cell, installed_from: dict[str, Path] | None = None) -> dict[str, str]:
+    """Import each pinned package in the env and check its version; EnvError on any mismatch.
+
+    A package from a source (installed_from: package -> the folder or wheel uv installed) must also
+    have been installed from exactly there (its PEP 610 direct_url), import from the env itself, and
+    carry the version its tree declares (the release part: a tree builds a .dev version of it)."""
     from packaging.version import Version
 
+    installed_from = installed_from or {}
     env = {**os.environ, **cell.run_env()}
-    proc = _run([str(python), "-c", _VERIFY, json.dumps(cell.pins), json.dumps(IMPORT_NAMES)], env, 600,
-                f"the version check of {cell.name}")
+    # The device's runtime (libtpu, jax's CUDA plugin) is checked too: installed and importable, any
+    # version (the recipe's extra chose it). Importing it starts no device, so this holds anywhere.
+    runtime = runtime_packages(cell.device, list(cell.pins))
+    wanted = {**{d: None for d in runtime}, **cell.pins}
+    proc = _run([str(python), "-c", _VERIFY, json.dumps(wanted), json.dumps({**IMPORT_NAMES, **runtime}),
+                 json.dumps(sorted(installed_from))], env, 600, f"the version check of {cell.name}")
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise EnvError(f"version check crashed: {tail[0]}", proc.stderr[-4000:])
@@ -131,13 +148,36 @@ def verify(python: Path, cell: Cell) -> dict[str, str]:
     versions: dict[str, str] = {}
     for dist, rec in report.items():
         if "error" in rec:
-            raise EnvError(f"{dist}=={rec['pinned']}: {rec['error']}")
-        for key in ("dist", "reported"):
+            what = f"{dist}=={rec['pinned']}" if rec["pinned"] is not None else f"{dist} ({cell.device} runtime)"
+            raise EnvError(f"{what}: {rec['error']}")
+        if dist in installed_from:
+            _check_source(dist, rec, installed_from[dist], python, cell)
+            versions[dist] = rec["dist"]
+            continue
+        for key in ("dist", "reported") if rec["pinned"] is not None else ():
             got = rec.get(key)
             if got is not None and Version(got).public != Version(rec["pinned"]).public:
                 raise EnvError(f"{dist}: pinned {rec['pinned']} but {'installed' if key == 'dist' else 'import reports'} {got}")
         versions[dist] = rec["dist"]
     return versions
+
+
+def _check_source(dist: str, rec: dict, source: Path, python: Path, cell: Cell) -> None:
+    """The installed dist is the one built from the cell's source, and it imports from the env."""
+    from packaging.version import InvalidVersion, Version
+
+    want = source.resolve().as_uri()
+    if (rec.get("direct_url") or "").rstrip("/") != want.rstrip("/"):
+        raise EnvError(f"{dist}: installed from {rec.get('direct_url') or 'the index'}, not from its source {want}")
+    file = rec.get("file") or ""
+    if file and python.parent.parent.resolve() not in Path(file).resolve().parents:
+        raise EnvError(f"{dist}: imports from {file}, outside the env: a folder on sys.path shadows it")
+    declared = cell.sources.get(dist, {}).get("version")
+    try:
+        if declared and Version(rec["dist"]).release != Version(declared).release:
+            raise EnvError(f"{dist}: the tree declares {declared} but the build installed {rec['dist']}")
+    except InvalidVersion:
+        raise EnvError(f"{dist}: the build installed an invalid version {rec['dist']!r}") from None
 
 
 def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
@@ -263,7 +303,7 @@ def _remove_stale_tmps(root: Path, name: str) -> None:
         pid = pid.removeprefix("trash")
         if not pid.isdigit():
             continue
-        if owner == name or not _alive(int(pid)):
+        if owner.removesuffix(".src") == name or not _alive(int(pid)):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -277,25 +317,47 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _materialize(cell: Cell, dest: Path, log: Callable[[str], None]) -> dict[str, Path]:
+    """Export each source the cell takes (git archive, or a copy of the tree) into dest."""
+    from harness.build.sources import SourceError, describe, materialize
+
+    out = {}
+    for pkg, src in cell.sources.items():
+        log(f"{pkg} from {describe(src)}" if src.get("resolved") else f"{pkg} from {src.get('location')}")
+        if not src.get("resolved"):
+            raise EnvError(f"{pkg}: its source was not resolved before the build (a harness bug)")
+        try:
+            out[pkg] = materialize(pkg, src, dest)
+        except (SourceError, OSError) as exc:
+            raise EnvError(f"{pkg}: {exc}") from None
+    return out
+
+
 def _build(cell: Cell, root: Path, final: Path, log: Callable[[str], None], fresh: bool = False) -> dict[str, str]:
     tmp = root / f".tmp-{final.name}-{os.getpid()}"
+    # Sources are exported beside the env (same lock, same clean-up of a killed build's leftovers).
+    src = root / f".tmp-{final.name}.src-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(src, ignore_errors=True)
     try:
         log(f"building env for {cell.name} ({len(cell.requirements())} requirements)")
-        _uv_install(cell, tmp, fresh)
+        installed_from = _materialize(cell, src, log)
+        _uv_install(cell, tmp, fresh, installed_from)
         python = tmp / "bin" / "python"
         log(f"verifying versions in {cell.name}")
-        versions = verify(python, cell)
+        versions = verify(python, cell, installed_from)
         _write_marker(tmp, {"cell": cell.describe(), "versions": versions, "requirements": cell.requirements(),
                             "manifest_version": MANIFEST_VERSION, "manifest": _manifest(tmp)})
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
     return versions
 
 
-def _uv_install(cell: Cell, target: Path, fresh: bool = False) -> None:
+def _uv_install(cell: Cell, target: Path, fresh: bool = False, installed_from: dict[str, Path] | None = None) -> None:
     uv = uv_executable()
     run_env = {**os.environ, "VIRTUAL_ENV": str(target)}
     run_env.pop("PYTHONPATH", None)
@@ -308,6 +370,12 @@ def _uv_install(cell: Cell, target: Path, fresh: bool = False) -> None:
     for link in cell.find_links:
         install += ["--find-links", link]
     reqs = ["--", *cell.requirements()]
+    if installed_from:  # a source is installed from the folder or wheel it was exported to
+        from harness.build.sources import requirement
+
+        named = {requirement(pkg, cell.sources[pkg]): f"{pkg} @ {path.resolve().as_uri()}"
+                 for pkg, path in installed_from.items()}
+        reqs = [named.get(r, r) for r in reqs]
     if fresh:  # after damage: fresh wheels, never what may be the damaged cache's copy
         _uv(cell, install + ["--no-cache"] + reqs, run_env)
         return

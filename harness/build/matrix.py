@@ -23,8 +23,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from harness.build.startup_env import is_startup_var
 from harness.build.cell import FLOATING, Cell
 from harness.build.devices import DEVICE_TYPES
+from harness.build.sources import spec_from_yaml
 from harness.errors import UserError
 from harness.build.yamlio import line_of, load_yaml
 
@@ -86,7 +88,8 @@ def _check_keys(ctx: _Ctx, node: Any, allowed: set[str], what: str, at: tuple[An
             raise ctx.err(node, key, f"unknown key {key!r} in {what}; allowed: {', '.join(sorted(allowed))}")
 
 
-def _pins(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
+def _pins(ctx: _Ctx, node: Any, owner: Any, sources: dict[str, dict] | None = None) -> dict[str, str]:
+    """Exact versions; a source pin (a wheel file, {path:}, {git:, ref:, subdir:}) goes to `sources`."""
     if node is None:
         return {}
     if not isinstance(node, dict):
@@ -95,6 +98,15 @@ def _pins(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
     for pkg, ver in node.items():
         if not isinstance(pkg, str) or not _NAME_RE.match(pkg.replace("-", "_")):
             raise ctx.err(node, pkg, f"{pkg!r} is not a package name")
+        try:
+            spec = spec_from_yaml(ver, ctx.path.parent)
+        except ValueError as exc:
+            raise ctx.err(node, pkg, f"{pkg}: {exc}") from None
+        if spec is not None:
+            if sources is None:
+                raise ctx.err(node, pkg, f"{pkg}: a source pin is not allowed here; pin a release")
+            sources[canonicalize_name(pkg)] = spec
+            continue
         if isinstance(ver, bool) or not isinstance(ver, _SCALARS):
             raise ctx.err(node, pkg, f"{pkg}: {ver!r} is not a version; write an exact release such as '0.6.0'")
         ver_s = str(ver)
@@ -173,6 +185,9 @@ def _env(ctx: _Ctx, node: Any, owner: Any) -> dict[str, str]:
             raise ctx.err(node, k, f"env: {k!r} is not an environment variable name (A-Z, 0-9, _)")
         if isinstance(v, bool) or not isinstance(v, _SCALARS) or "\x00" in str(v):
             raise ctx.err(node, k, f"env: {k}: {v!r} is not a string or number (quote it: '1')")
+        if is_startup_var(k):
+            raise ctx.err(node, k, f"env: {k} changes which code pytest or Python runs, so a cell may not set it; "
+                                   "put pytest options after `--` on the command line")
     return {k: str(v) for k, v in node.items()}
 
 
@@ -198,6 +213,7 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
         raise ctx.err(node, "name" if isinstance(node, dict) and "name" in node else None,
                       f"cell name {name!r} must be letters, digits, '_' or '.', then '-cpu', '-gpu' or '-tpu' (e.g. jax060-cpu)")
     pins: dict[str, str] = {}
+    sources: dict[str, dict] = {}
     env: dict[str, str] = {}
     extras: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
@@ -205,7 +221,14 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
     for part in parts:
         if not part:
             continue
-        pins.update(_pins(ctx, part.get("pins"), part))
+        part_sources: dict[str, dict] = {}
+        part_pins = _pins(ctx, part.get("pins"), part, part_sources)
+        for pkg in part_pins:  # a later part's release pin replaces an earlier part's source
+            sources.pop(pkg, None)
+        for pkg in part_sources:
+            pins.pop(pkg, None)
+        pins.update(part_pins)
+        sources.update(part_sources)
         env.update(_env(ctx, part.get("env"), part))
         extras += _extras(ctx, part.get("extras"), part)
         find_links += _strings(ctx, part.get("find_links"), "find_links", part)
@@ -218,12 +241,13 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
             index_url = _plain(ctx, part["index_url"], part, "index_url")
         if "runs_on" in part:
             runs_on = _plain(ctx, part["runs_on"], part, "runs_on")
-    if not pins:
+    if not pins and not sources:
         raise ctx.err(node, None, f"cell {name!r} pins nothing; add pins such as {{jax: 0.6.0}}")
-    pins = _complete_pins(ctx, pins, node)
+    if "jax" not in sources:  # a jax source is paired with its jaxlib by rule when resolved
+        pins = _complete_pins(ctx, pins, node)
     return Cell(name=name, device=device, pins=pins, extras=extras, env=env, timeout_s=timeout_s,
                 index_url=index_url, find_links=find_links, runs_on=runs_on,
-                source=f"{ctx.path}:{line_of(node)}")
+                source=f"{ctx.path}:{line_of(node)}", sources=sources)
 
 
 def _load_one(path: Path) -> list[Cell]:

@@ -171,20 +171,6 @@ def is_sweep_file(path: Path) -> bool:
     return isinstance(doc, dict) and "sweeps" in doc
 
 
-def add_sweep_args(p) -> None:
-    """The sweep options shared by `run` and `matrix`."""
-    g = p.add_argument_group("release sweeps")
-    g.add_argument("--sweep", action="append", metavar="SPEC",
-                   help="a cell per release on the index: 'jax>=0.4.38,<=0.10.2', 'torch_xla>=2.5,<2.10', "
-                        "'torchax>=0.0.4' (repeatable; --matrix also takes sweep files, matrices/sweeps/*.yaml)")
-    g.add_argument("--with", dest="sweep_with", action="append", default=[], metavar="PKG==VER",
-                   help="with --sweep: hold another package at a version in every swept cell (repeatable)")
-    g.add_argument("--sweep-extra", action="append", default=[], metavar="REQ",
-                   help="with --sweep: an extra requirement in every swept cell, e.g. flax==0.12.0")
-    g.add_argument("--pre", action="store_true", help="with --sweep or a `latest` pin: include pre-releases and .dev nightlies")
-    g.add_argument("--index-url", help="with --sweep: list (and install) releases from this index")
-
-
 def matrix_from_args(matrix_files: list[Path] | None, args) -> Matrix | None:
     """The matrix the sweep options and sweep files describe, or None when there are none."""
     from harness.build.releases import held_pins

@@ -54,6 +54,7 @@ class ResultsLog(ReportLogPlugin):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._file = log_path.open("a", buffering=1, encoding="utf-8")
         self._collected = False
+        self._deselected = 0  # by -k/-m/--deselect: the run says "21 of 101 cases selected"
         self._nodes: list[Any] = []  # xdist workers, to check how each one exited
         self._finished_nodes: set[str | None] = set()
         self._dead_workers: set[str | None] = set()
@@ -99,7 +100,10 @@ class ResultsLog(ReportLogPlugin):
         if not self._collected:
             self._collected = True
             self.write({"$report_type": "Collected", "count": len(ids), "nodeids": ids,
-                        "selection": _selection(self._config)})
+                        "selection": {**_selection(self._config), "deselected": self._deselected}})
+
+    def pytest_deselected(self, items: list[Any]) -> None:
+        self._deselected += len(items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

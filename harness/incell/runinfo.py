@@ -28,6 +28,25 @@ def installed_versions() -> dict[str, str | None]:
     return out
 
 
+def direct_sources() -> dict[str, dict[str, str]]:
+    """Packages installed from a wheel file, a folder or a git ref rather than an index (PEP 610
+    direct_url.json): name -> url and version. The harness exports a source to a folder named
+    after its commit or content hash, so the url names which build this was."""
+    import json
+
+    out: dict[str, dict[str, str]] = {}
+    for dist in metadata.distributions():
+        try:
+            raw = dist.read_text("direct_url.json")
+            url = json.loads(raw).get("url") if raw else None
+        except (OSError, ValueError, AttributeError):
+            continue
+        name = dist.metadata["Name"] if dist.metadata else None
+        if url and name and "editable" not in raw:
+            out[name] = {"url": str(url), "version": str(dist.version)}
+    return out
+
+
 def device_info() -> dict[str, Any]:
     """JAX's view of the devices (kind, count, platform); an error string if jax cannot start."""
     try:
@@ -47,6 +66,9 @@ def collect_run_info(with_devices: bool = True) -> dict[str, Any]:
         "platform": f"{sys.platform}-{platform.machine()}",
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
     }
+    sources = direct_sources()
+    if sources:
+        info["sources"] = sources
     if with_devices:
         info["devices"] = device_info() if info["versions"].get("jax") else {}
     return info

@@ -73,13 +73,16 @@ class CellResults:
     duration_s: float | None = None
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
+    source: str = ""  # the matrix file:line or `--sweep SPEC` that made the cell (for repro commands)
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
     collected_ids: list[str] | None = None  # what the first pytest of the cell collected
     selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
+    env_verified: dict[str, str] = field(default_factory=dict)  # --build-only: what the env check found installed
 
     def versions(self) -> dict[str, str]:
-        """Installed versions as the run reported them, else the pins (env-error cells)."""
-        return dict(self.run_info.get("versions") or self.pins)
+        """Installed versions as the run reported them, else as the env check found them (--build-only),
+        else the pins (env-error cells)."""
+        return dict(self.run_info.get("versions") or self.env_verified or self.pins)
 
 
 @lru_cache(maxsize=1)
@@ -201,7 +204,7 @@ def read_results(path: Path) -> CellResults:
                 raise UserError(f"{path}:{i}: results must begin with a CellStart record, found {kind}")
             res = CellResults(path=path, cell=rec["cell"], device=rec["device"], pins=dict(rec["pins"]),
                               install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
-                              started_at=rec.get("started_at", ""),
+                              started_at=rec.get("started_at", ""), source=str(rec.get("source") or ""),
                               floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
                               if isinstance(rec.get("floating"), dict) else {})
             continue
@@ -258,6 +261,9 @@ def read_results(path: Path) -> CellResults:
             res.status, res.reason = "env-error", rec["reason"]
         elif kind == "CellSkipped":
             res.status, res.reason = "skipped", rec["reason"]
+        elif kind == "EnvVerified":  # --build-only: the env was built and checked, no test ran
+            res.status, res.reason = "skipped", rec["reason"]
+            res.env_verified = {str(k): str(v) for k, v in (rec.get("versions") or {}).items()}
         elif kind == "StaleExpectation":
             res.stale.append(rec)
         elif kind == "CellEnd":

@@ -21,15 +21,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
-from harness.report.diff import compare, load_report
+from harness import lifeline
 from harness.errors import UserError
-from harness.report.model import iter_results
-from harness.report.repro import _fenced, repro_markdown
 
 LABEL = "xla-seams-news"
 BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
@@ -40,6 +39,8 @@ from harness.paths import REPO
 
 def news_items(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
     """The items worth an issue: regressed, fixed, and failing results that were absent last night."""
+    from harness.report.diff import compare
+
     ch = compare(old, new)
     items = [{**r, "kind": r["new"]} for r in ch["regressed"]]
     items += [{**r, "kind": "fixed"} for r in ch["fixed"]]
@@ -74,6 +75,19 @@ def bisect_bounds(old: dict[str, Any], new: dict[str, Any], cell: str) -> tuple[
     return None
 
 
+def commit_args(package: str, environ: dict[str, str] | None = None) -> list[str]:
+    """--to-commit --repo R [--subdir S] when a repository is configured for the package that moved
+    ($SEAMS_REPO_JAX, $SEAMS_REPO_TORCHAX with $SEAMS_SUBDIR_TORCHAX, ...): the bisection goes on
+    from the two releases into their commits, so the filed issue names the commit."""
+    env = os.environ if environ is None else environ
+    key = package.upper().replace("-", "_")
+    repo = env.get(f"SEAMS_REPO_{key}", "").strip()
+    if not repo or package in ("torch", "torch-xla", "jaxlib"):  # commits only for pure-Python packages
+        return []
+    subdir = env.get(f"SEAMS_SUBDIR_{key}", "").strip()
+    return ["--to-commit", "--repo", repo] + (["--subdir", subdir] if subdir else [])
+
+
 def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path) -> str:
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
@@ -92,16 +106,21 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
             f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
+    argv += commit_args(pkg)
     # Its own process group, so the budget ends the bisection and every probe it started.
+    # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
+    token = uuid.uuid4().hex
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, **lifeline.owner_env(token)})
     try:
         stdout, stderr = proc.communicate(timeout=budget_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
+        lifeline.sweep(token)
         return (f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n"
                 f"    {shlex.join(['python', *argv[1:]])}")
+    lifeline.sweep(token)
     if md.exists():
         return md.read_text()
     tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
@@ -109,6 +128,8 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
 
 
 def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    from harness.report.model import iter_results
+
     for c, name, r in iter_results(report):
         if (c or "(whole cell)") == case and name == cell:
             return next(x for x in report["cells"] if x["cell"] == cell), r
@@ -116,22 +137,25 @@ def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any
 
 
 def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str) -> tuple[str, str]:
-    """(title, body) of the item's issue: what changed, the versions, the bisection, the repro."""
-    title = f"[nightly] {item['kind']}: {item['case']} on {item['cell']}"[:250]
+    """(title, body) of the item's issue, in the one form report and bisect use (harness.report.issue_body)."""
+    from harness.report.issue_body import title
+    from harness.report.repro import repro_markdown, safe_name, script_for
+
     found = _result(new, item["case"], item["cell"])
     a, b = _pins(old, item["cell"]), _pins(new, item["cell"])
     moved = [f"{k} {a.get(k, '-')} -> {b.get(k, '-')}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-    body = [marker(item), "", f"**{item['kind']}** on `{item['cell']}`: `{item['case']}`", "",
-            f"- verdict: {item['old'] or '(absent)'} (nightly of {old['generated_at']}) -> {item['new']} "
-            f"(nightly of {new['generated_at']})",
-            f"- versions that moved: {', '.join(moved) or 'none'}", ""]
+    case = None if item["case"] == "(whole cell)" else item["case"]
+    verdict = (f"verdict {item['old'] or '(absent)'} (nightly of {old['generated_at']}) -> {item['new']} "
+               f"(nightly of {new['generated_at']})")
     if found:
         cell, r = found
-        if r.get("message"):
-            body += ["<details><summary>message</summary>", "", *_fenced(str(r["message"])[:4000]), "</details>", ""]
-        body += ["## Bisection", "", bisect_md, "", "## Repro", "", repro_markdown(None if item["case"] == "(whole cell)" else item["case"], cell, r)]
-    body += ["", "_Filed by `python -m harness news`; edited in place when the same news is seen again._"]
-    return title, "\n".join(body)
+    else:  # gone from tonight's report: say what is known
+        cell, r = {"cell": item["cell"], "pins": b, "device": "?"}, {"raw": item["new"], "verdict": item["new"]}
+    name = f"{safe_name(item['cell'])}__{safe_name(case or 'cell')}.py"
+    body = repro_markdown(case, cell, r, script_for(case, cell, r), name, moved=moved, bisection=bisect_md,
+                          marker=marker(item), verdict_line=verdict, appendix=False)
+    body += "\n_Filed by `python -m harness news`; edited in place when the same news is seen again._\n"
+    return f"[xla-seams] {item['kind']}: {title(case, cell, r)}"[:250], body
 
 
 class Gh:
@@ -171,6 +195,8 @@ class Gh:
 def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, repo: str | None, dry_run: bool,
               bisect: bool, out: Path, say: Callable[[str], None] = print) -> int:
     """Bisect and file (or print) each news item; returns how many items there were."""
+    from harness.report.diff import load_report
+
     old, new = load_report(old_path), load_report(new_path)
     items = news_items(old, new)
     if not items:

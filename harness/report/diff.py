@@ -116,15 +116,47 @@ def _printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
-def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False) -> str:
-    """Terminal text or Markdown for a comparison."""
+def whole_cells(old: dict[str, Any], new: dict[str, Any]) -> dict[str, set[str]]:
+    """Cells only one of the reports has: {"new": cells only in NEW, "gone": cells only in OLD}."""
+    a = {c["cell"] for c in old.get("cells", [])}
+    b = {c["cell"] for c in new.get("cells", [])}
+    return {"new": b - a, "gone": a - b}
+
+
+def _grouped(cat: str, rows: list[dict[str, Any]], cells: set[str]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Rows as (line, rows): one line per cell the other report lacks entirely, one per result otherwise."""
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    by_cell: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["cell"] in cells:
+            by_cell.setdefault(r["cell"], []).append(r)
+    for cell, group in by_cell.items():
+        side = "new" if cat == "new" else "old"
+        verdicts: dict[str, int] = {}
+        for r in group:
+            verdicts[r[side]] = verdicts.get(r[side], 0) + 1
+        what = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items(), key=lambda kv: -kv[1]))
+        out.append((f"{cell}: {'new' if cat == 'new' else 'gone'} cell, {len(group)} results ({what})", group))
+    for r in rows:
+        if r["cell"] not in cells:
+            extra = (f" (max abs err {r['old_err']:.3g} -> {r['new_err']:.3g}, atol {r['atol']:.3g})"
+                     if cat == "drift" else "")
+            out.append((f"{r['case']} @ {r['cell']}: {r['old'] or '(absent)'} -> {r['new'] or '(absent)'}{extra}", [r]))
+    return out
+
+
+def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False,
+                cells: dict[str, set[str]] | None = None) -> str:
+    """Terminal text or Markdown for a comparison.
+
+    `cells` (from whole_cells) names the cells one report lacks: their results are one line per
+    cell ("jax0102-cpu: new cell, 101 results (90 ok, 11 skipped)"), not one line per case.
+    """
     lines = ["# Report diff", ""] if markdown else []
     for cat, rows in changes.items():
         head = f"{cat}: {len(rows)}"
         lines.append(f"## {head}" if markdown else head)
-        for r in rows:
-            extra = f" (max abs err {r['old_err']:.3g} -> {r['new_err']:.3g}, atol {r['atol']:.3g})" if cat == "drift" else ""
-            item = f"{r['case']} @ {r['cell']}: {r['old']} -> {r['new']}{extra}"
+        for item, _rows in _grouped(cat, rows, (cells or {}).get(cat, set())):
             lines.append(f"- {md_code(item)}" if markdown else f"  {_printable(item)}")
         if markdown:
             lines.append("")
@@ -134,12 +166,13 @@ def render_text(changes: dict[str, list[dict[str, Any]]], markdown: bool = False
 
 def diff_command(old: Path, new: Path, markdown_out: Path | None = None) -> int:
     """Print the diff (and write Markdown if asked); exit 1 if anything regressed or NEW is incomplete."""
-    new_doc = load_report(new)
-    changes = compare(load_report(old), new_doc)
-    print(render_text(changes), end="")
+    new_doc, old_doc = load_report(new), load_report(old)
+    changes = compare(old_doc, new_doc)
+    cells = whole_cells(old_doc, new_doc)
+    print(render_text(changes, cells=cells), end="")
     if markdown_out is not None:
         try:
-            atomic_write(Path(markdown_out), render_text(changes, markdown=True))
+            atomic_write(Path(markdown_out), render_text(changes, markdown=True, cells=cells))
         except OSError as exc:
             raise disk_error(exc, any_errno=True) from None
     # A cut-short run can look like "nothing changed" (its missing cases are merely gone): never green.

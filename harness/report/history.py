@@ -13,9 +13,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.report.diff import load_report
 from harness.errors import UserError
-from harness.report.model import iter_results
+
+_SHOWN = ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "libtpu")
+
+
+def versions_text(cell: dict[str, Any]) -> str:
+    """A cell's versions in one short phrase: 'jax 0.6.0, jaxlib 0.6.0' (what a night's date alone hides)."""
+    from harness.report.model import cell_versions
+
+    v = cell_versions(cell)
+    return ", ".join(f"{p} {v[p]}" for p in _SHOWN if p in v)
 
 _BAD_RAW = {"fail", "error", "crash", "timeout"}
 FLAKY_FLIPS = 2
@@ -27,8 +35,12 @@ def _state(raw: str | None) -> str:
 
 def build_history(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Timelines keyed 'case<TAB>cell', oldest night first, with first/last/flip facts."""
+    from harness.report.model import iter_results
+
     reports = sorted(reports, key=lambda r: r["generated_at"])
     nights = [r["generated_at"] for r in reports]
+    # Per night, each cell's versions: a floating (latest/nightly) cell moves under the same name.
+    versions = [{c["cell"]: versions_text(c) for c in r["cells"]} for r in reports]
     lines: dict[str, dict[str, Any]] = {}
     for i, report in enumerate(reports):
         for case, cell, r in iter_results(report):
@@ -37,7 +49,16 @@ def build_history(reports: list[dict[str, Any]]) -> dict[str, Any]:
             entry["nights"][i] = {"verdict": r["verdict"], "raw": r.get("raw")}
     for entry in lines.values():
         entry.update(_facts(nights, entry["nights"]))
-    return {"nights": nights, "timelines": dict(sorted(lines.items()))}
+    return {"nights": nights, "versions": versions, "timelines": dict(sorted(lines.items()))}
+
+
+def _at(history: dict[str, Any], night: str | None, cell: str) -> str:
+    """'NIGHT (versions of the cell that night)', or the night alone where versions are unknown."""
+    if not night:
+        return ""
+    i = history["nights"].index(night)
+    v = (history.get("versions") or [{}] * len(history["nights"]))[i].get(cell)
+    return f"{night} ({v})" if v else night
 
 
 def _facts(nights: list[str], seen: list[dict[str, Any] | None]) -> dict[str, Any]:
@@ -68,8 +89,11 @@ def changes(history: dict[str, Any], last: int) -> list[dict[str, Any]]:
             a, b = t["nights"][i - 1], t["nights"][i]
             va, vb = a and a["verdict"], b and b["verdict"]
             if va != vb:
+                vers = history.get("versions") or [{}] * len(nights)
+                was, now = vers[i - 1].get(t["cell"], ""), vers[i].get(t["cell"], "")
                 out.append({"night": nights[i], "case": t["case"], "cell": t["cell"],
-                            "old": va or "(absent)", "new": vb or "(absent)"})
+                            "old": va or "(absent)", "new": vb or "(absent)",
+                            "versions": now if was in ("", now) else f"{was} -> {now}"})
     return out
 
 
@@ -83,18 +107,18 @@ def render_history_markdown(history: dict[str, Any], last: int) -> str:
     ch = changes(history, last)
     out += [f"## Changed over the last {min(last, len(nights))} nights", ""]
     if ch:
-        out += ["| night | case | cell | was | now |", "|---|---|---|---|---|"]
-        out += [f"| {md_text(c['night'])} | {md_code(c['case'])} | {md_text(c['cell'])} | {md_text(c['old'])} | {md_text(c['new'])} |"
-                for c in ch]
+        out += ["| night | case | cell | versions | was | now |", "|---|---|---|---|---|---|"]
+        out += [f"| {md_text(c['night'])} | {md_code(c['case'])} | {md_text(c['cell'])} | {md_text(c.get('versions') or '-')} | "
+                f"{md_text(c['old'])} | {md_text(c['new'])} |" for c in ch]
     else:
         out.append("Nothing changed.")
     failing = [t for t in history["timelines"].values() if t["failing_since"]]
     out += ["", "## Failing in the newest report", ""]
     if failing:
         out += ["| case | cell | failing since | last seen passing | first seen failing |", "|---|---|---|---|---|"]
-        out += [f"| {md_code(t['case'])} | {md_text(t['cell'])} | {md_text(t['failing_since'])} | "
-                f"{md_text(t['last_seen_passing'] or 'never (in these reports)')} | {md_text(t['first_seen_failing'])} |"
-                for t in failing]
+        out += [f"| {md_code(t['case'])} | {md_text(t['cell'])} | {md_text(_at(history, t['failing_since'], t['cell']))} | "
+                f"{md_text(_at(history, t['last_seen_passing'], t['cell']) or 'never (in these reports)')} | "
+                f"{md_text(_at(history, t['first_seen_failing'], t['cell']))} |" for t in failing]
     else:
         out.append("Nothing fails.")
     flaky = [t for t in history["timelines"].values() if t["flaky"]]
@@ -116,6 +140,7 @@ def add_history_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """Build the history and write it; exit 0 (history reports, it does not judge)."""
+    from harness.report.diff import load_report
     from harness.report.html import render_html
     from harness.safeio import atomic_write, dumps_strict, ensure_dir
 
@@ -138,7 +163,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def timeline_for_html(history: dict[str, Any]) -> dict[str, Any]:
     """What the HTML embeds: the nights once, then one short verdict list per 'case<TAB>cell'."""
-    return {"nights": history["nights"],
+    return {"nights": history["nights"], "versions": history.get("versions"),
             "lines": {k: [n["verdict"] if n else None for n in t["nights"]] for k, t in history["timelines"].items()},
             "facts": {k: [t["failing_since"], t["last_seen_passing"], t["flips"]] for k, t in history["timelines"].items()}}
 

@@ -1,4 +1,9 @@
-"""report.html: one self-contained page, a grid of cases x cells coloured by verdict.
+"""report.html: one self-contained page that opens on the news, then a grid of cases x cells.
+
+The page opens on what needs a human (regressions, fixed, crashes, ...), the "Since which release"
+table and, with a baseline, what changed since it; the grid below has cells in version order with
+the versions that differ in each column header. Filters, the view and the selected result live in
+the URL fragment (#case=...&cell=...), so a pasted link opens the same view.
 
 The data is embedded once as compact JSON (strings deduplicated, big IR text left to report.json
 and the repro files) and rendered by a small script, so 10,000 results stay well under 1 MB.
@@ -13,6 +18,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import VERDICTS
+from harness.report.model import cell_versions, differing_versions
+from harness.report.repro import repro_files
+from harness.judge.results import WHOLE_CELL
 from harness.safeio import dumps_strict
 
 _MAX_OBS_STR = 200
@@ -59,24 +67,76 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
     """The page's data: cells, cases, and one small row per result pointing into interned tables."""
     cells = report["cells"]
     cell_idx = {c["cell"]: i for i, c in enumerate(cells)}
+    case_idx = {c["id"]: i for i, c in enumerate(report["cases"])}
     msgs, obs, exps = _Table(), _Table(), _Table()
     rows = []
+    row_idx: dict[tuple[str, str], int] = {}
     for ci, case in enumerate(report["cases"]):
-        for cell, r in case["results"].items():
+        # Results in column order, so rows of one case run left to right.
+        for cell, r in sorted(case["results"].items(), key=lambda kv: cell_idx[kv[0]]):
+            row_idx[(case["id"], cell)] = len(rows)
             rows.append([ci, cell_idx[cell], VERDICTS.index(r["verdict"]), RAWS.index(r["raw"]),
                          msgs.add(r.get("message")), obs.add(_compact_obs(r.get("observations"))),
                          exps.add(r.get("expectation")), r.get("signal")])
+    heads = differing_versions(cells)
+    repros: dict[str, str] = {}  # "row" or "c<cell>" -> repro file name under repro/
+    for case_id, cell, _r, name in repro_files(report):
+        key = str(row_idx[(case_id, cell)]) if case_id is not None else f"c{cell_idx[cell]}"
+        repros[key] = name
     return {
         "generated_at": report["generated_at"], "counts": report["counts"], "errors": report["errors"],
         "verdicts": list(VERDICTS), "raws": list(RAWS),
         "cells": [{k: c[k] for k in ("cell", "device", "status", "reason", "verdict", "pins", "install_line",
                                      "versions", "devices", "python", "platform", "run_env", "counts",
-                                     "stale_expectations", "expectation")} | {"floating": c.get("floating") or {}}
+                                     "stale_expectations", "expectation")}
+                  | {"floating": c.get("floating") or {}, "head": heads[c["cell"]]}
                   for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],
-        "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items,
+        "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items, "repros": repros,
+        "since": _since_data(report, cell_idx, case_idx),
+        "baseline": _baseline_data(report.get("baseline"), cell_idx, row_idx),
         "history": report.get("history"),  # set by `harness history`: a timeline per grid cell
     }
+
+
+def _since_data(report: dict[str, Any], cell_idx: dict[str, int], case_idx: dict[str, int]) -> dict[str, Any]:
+    """The "Since which release" rows, each pointing at a version line listed once."""
+    lines: list[dict[str, Any]] = []
+    line_idx: dict[tuple, int] = {}
+    rows = []
+    for r in report.get("since") or []:
+        if r["case"] not in case_idx or not all(c in cell_idx for c in r["cells"]):
+            continue
+        key = (r["package"], r["device"], tuple(r["cells"]))
+        if key not in line_idx:
+            line_idx[key] = len(lines)
+            by_name = {c["cell"]: c for c in report["cells"]}
+            lines.append({"package": r["package"], "device": r["device"], "cells": [cell_idx[c] for c in r["cells"]],
+                          "versions": [cell_versions(by_name[c]).get(r["package"], "?") for c in r["cells"]]})
+        shown = bool(r.get("first_bad") or r.get("transitions") or "fails" in r["summary"])
+        rows.append([case_idx[r["case"]], line_idx[key], "".join(s[0] for s in r["states"]), r["summary"],
+                     r.get("first_bad"), r.get("last_good"), int(shown)])
+    return {"lines": lines, "rows": rows}
+
+
+def _baseline_data(baseline: dict[str, Any] | None, cell_idx: dict[str, int],
+                   row_idx: dict[tuple[str, str], int]) -> dict[str, Any] | None:
+    """Marks for each result that changed since the baseline report (regressed, fixed, changed, new, gone)."""
+    if not baseline:
+        return None
+    marks: dict[str, str] = {}  # row index, or "c<cell index>" for a whole cell -> kind
+    gone = []
+    for kind in ("regressed", "fixed", "changed", "new", "gone"):
+        for ch in baseline["changes"].get(kind, []):
+            if kind == "gone":
+                gone.append([ch["case"], ch["cell"], ch["old"]])
+            elif ch["case"] == WHOLE_CELL and ch["cell"] in cell_idx:
+                marks[f"c{cell_idx[ch['cell']]}"] = kind
+            elif (ch["case"], ch["cell"]) in row_idx:
+                marks[str(row_idx[(ch["case"], ch["cell"])])] = kind
+    counts = {k: len(baseline["changes"].get(k, [])) for k in ("regressed", "fixed", "changed", "new", "gone")}
+    return {"source": baseline["source"], "generated_at": baseline.get("generated_at"), "marks": marks,
+            "gone": gone, "counts": counts}
 
 
 def script_json(value: Any) -> str:

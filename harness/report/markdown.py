@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
-from harness.report.model import iter_results
+from harness.report.model import cell_rank, iter_results
 
 _NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
 _TITLES = {"regression": "Regressions (unexpected failures)", "fixed": "Fixed upstream? (unexpected passes: update matrices/known_issues)",
@@ -61,11 +61,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     for case_id, cell, r in iter_results(report):
         by_verdict.setdefault(r["verdict"], []).append((case_id, cell, r))
     news = [v for v in _NEWS_ORDER if by_verdict.get(v)]
+    rank = cell_rank(report)  # cells in version order, as the report lists them
     if not news:
         out += ["**Nothing new**: every result is ok, a known upstream bug, or skipped with a reason.", ""]
     for v in news:
         out += [f"## {_TITLES[v]}", "", "| case | cell | outcome | detail |", "|---|---|---|---|"]
-        for case_id, cell, r in sorted(by_verdict[v], key=lambda t: (t[0] or "", t[1])):
+        for case_id, cell, r in sorted(by_verdict[v], key=lambda t: (t[0] or "", rank.get(t[1], len(rank)))):
             detail = _one_line(r.get("message"))
             if v == "api-drift" and r.get("expectation"):
                 detail = _one_line(r["expectation"]["reason"], 400)
@@ -85,7 +86,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             g[1].add(cell)
             g[2].add(case_id or "(whole cell)")
         for e, cells, cases in grouped.values():
-            out.append(f"| {_link(e)}: {md_text(e['reason'])} | {md_text(', '.join(sorted(cells)))} | {len(cases)} |")
+            out.append(f"| {_link(e)}: {md_text(e['reason'])} | {md_text(', '.join(sorted(cells, key=lambda n: rank.get(n, len(rank)))))} | {len(cases)} |")
         out.append("")
     out += ["## Cells", "", "| cell | device | versions | status | verdicts |", "|---|---|---|---|---|"]
     for c in report["cells"]:
@@ -93,7 +94,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         floating = c.get("floating") or {}  # resolved from latest / nightly: say so beside the version
         shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "") for k, v in versions.items()
                                   if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu")))
-        verdicts = ", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())) or (c["reason"] or "")
+        verdicts = "; ".join(filter(None, [", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())),
+                                            c["reason"] or ""]))  # the reason too: "a test left 2 processes running"
         out.append(f"| {md_text(c['cell'])} | {md_text(c['device'])} | {shown} | {md_text(c['status'])} | {md_text(verdicts)} |")
     failing = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
     out += ["", f"Exit status: {'1 (news above)' if failing else '0'}."]

@@ -23,18 +23,23 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from filelock import FileLock, Timeout
 
-from harness import __version__, lifeline
+from harness import __version__, faults, lifeline
 from harness.build.cell import Cell
-from harness.build.devices import available
-from harness.build.envs import Env, EnvError, ensure_env
+from harness.build.devices import available, not_run_reason
+from harness.build.envs import Env, EnvError, ensure_env, verify
+from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
-from harness.incell.resultsfile import Tail, append_record, file_tail, signal_name
+from harness.safeio import refuse_special
+from harness.incell.resultsfile import Tail, file_tail, signal_name
+from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe
+from harness.run.stream import append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
 from harness.paths import REPO
@@ -69,6 +74,8 @@ class CellRun:
     env_s: float = 0.0
     outcomes: dict[str, int] = field(default_factory=dict)  # raw outcome -> count
     verdicts: dict[str, int] = field(default_factory=dict)  # in-run verdict -> count
+    left_processes: list[str] = field(default_factory=list)  # command lines the tests left running (killed)
+    ignored_env: dict[str, str] = field(default_factory=dict)  # start-up variables of the caller not passed on
 
 
 @dataclass
@@ -86,6 +93,7 @@ class _Watch:
     attempt_started: float = 0.0
     done_since: float | None = None
     workers_died: int = 0  # this attempt: xdist workers that died on a test (recorded by the plugin)
+    selection: dict | None = None  # what narrowed the first collection (-k, -m, paths), as the plugin saw it
     judge: CaseJudge = _unjudged
     device: str = "cpu"
     versions: dict = field(default_factory=dict)  # from the cell's RunInfo: what the judge needs
@@ -125,6 +133,7 @@ class _Watch:
                 self._check_done()
             if self.collected is None:
                 self.collected = list(rec.get("nodeids", []))
+                self.selection = rec.get("selection") if isinstance(rec.get("selection"), dict) else None
                 progress(cell, {"event": "collected", "count": len(self.collected)})
         elif kind == "CollectReport" and rec.get("outcome") == "failed":
             if rec.get("nodeid") in self.collect_errors:
@@ -210,6 +219,8 @@ def run_cell(
     collect_timeout_s: int | None = None,
     exit_timeout_s: int | None = None,
     xdist: int = 0,
+    build_only: bool = False,
+    backend_timeout_s: int | None = None,
 ) -> CellRun:
     """Build the cell's env and run pytest in it, writing every result to `results` as it happens.
 
@@ -218,10 +229,15 @@ def run_cell(
     xdist: pytest-xdist workers inside the cell (0: one pytest process; see harness.run.workers).
     judge: the verdict of each finished case for the progress lines (harness.judge.live); the results
     file holds raw outcomes only, judged again by every report.
+    build_only: build and verify the env (whatever the device), record `EnvVerified`, run nothing.
+    backend_timeout_s: the gpu/tpu backend-start probe's deadline (harness.run.backend).
     """
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
-    results = Path(results)
+    backend_s = backend_timeout(backend_timeout_s)
+    results = Path(results).absolute()  # pytest runs in the checkout, not in the caller's folder
+    faults.point("mkdir", results.parent)
     results.parent.mkdir(parents=True, exist_ok=True)
+    refuse_special(results)
     lock = FileLock(str(results) + ".lock")
     try:
         lock.acquire(timeout=0)
@@ -229,37 +245,50 @@ def run_cell(
         raise UserError(f"{results}: another run of cell {cell.name} is writing this file; wait for it or use another --out") from None
     try:
         return _run_locked(cell, results, pytest_args, judge or _unjudged, timeout_s or cell.timeout_s, phases,
-                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist)
+                           progress, log_dir or results.parent.parent / "logs", extra_env or {}, env_provider, xdist,
+                           build_only, backend_s)
     finally:
         lock.release()
 
 
 def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: CaseJudge,
                 timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path, extra_env: dict[str, str],
-                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int) -> CellRun:
+                env_provider: Callable[[Cell, Callable[[str], None]], Env], xdist: int,
+                build_only: bool = False, backend_s: int = 30) -> CellRun:
     start = time.monotonic()
     # A re-run replaces the cell's previous results; write to a fresh file then move it into place
     # only as the first record lands, so a reader never sees a half-replaced file.
     tmp = results.with_name(results.name + ".new")
     tmp.unlink(missing_ok=True)
-    append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
-                        **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                        "harness_version": __version__, "timeout_s": timeout_s})
-    os.replace(tmp, results)
-    run = CellRun(cell=cell, results=results, status="complete")
+    try:
+        append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
+                            **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env()})
+        faults.point("rename", results)
+        os.replace(tmp, results)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # the previous results stay as they were
+        raise
+    run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env())
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
+        if run.left_processes:  # said in the cell's reason, so every report shows it
+            reason = "; ".join(filter(None, [reason, _left_note(run.left_processes)]))
+        if run.ignored_env:
+            reason = "; ".join(filter(None, [reason, f"not passed from the caller's environment: "
+                                                     f"{', '.join(sorted(run.ignored_env))}"]))
         run.status, run.reason = status, reason
         run.duration_s = time.monotonic() - start
         append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": status,
-                                "reason": reason, "exitstatus": exitstatus, "duration_s": round(run.duration_s, 3)})
+                                "reason": reason, "exitstatus": exitstatus, "duration_s": round(run.duration_s, 3),
+                                "left_processes": run.left_processes})
         progress(cell.name, {"event": "end", "status": status, "reason": reason, "outcomes": run.outcomes,
                              "verdicts": run.verdicts, "duration_s": run.duration_s})
         return run
 
     try:
         return _run_started(cell, results, pytest_args, judge, timeout_s, phases, progress, log_dir,
-                            extra_env, env_provider, run, end, xdist)
+                            extra_env, env_provider, run, end, xdist, build_only, backend_s)
     except BaseException as exc:
         # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
         # signal handler and the finally blocks kill it); close the file saying why, then unwind.
@@ -275,10 +304,11 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
 def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: CaseJudge,
                  timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
                  extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
-                 run: CellRun, end: Callable[..., CellRun], xdist: int) -> CellRun:
+                 run: CellRun, end: Callable[..., CellRun], xdist: int, build_only: bool = False,
+                 backend_s: int = 30) -> CellRun:
     collect_s, exit_s = phases
     ok, why = available(cell.device)
-    if not ok:
+    if not ok and not build_only:
         append_record(results, {"$report_type": "CellSkipped", "cell": cell.name, "reason": why})
         return end("skipped", why)
 
@@ -291,16 +321,46 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
         return end("env-error", exc.reason)
     run.env_reused, run.env_s = env.reused, env.build_s
     progress(cell.name, {"event": "env-ready", "reused": env.reused, "seconds": env.build_s})
+    if build_only:  # the recipe is proved (installed, imported, versions checked); nothing runs
+        versions = env.versions
+        if env.reused:  # checked again now: "verified" means by this run, runtime packages included
+            try:
+                versions = verify(env.python, cell)
+            except EnvError as exc:
+                append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                                        "log_tail": exc.log_tail})
+                return end("env-error", exc.reason)
+        reason = f"env verified, not run: {not_run_reason(cell.device, why)}"
+        append_record(results, {"$report_type": "EnvVerified", "cell": cell.name, "reason": reason,
+                                "versions": versions, "reused": env.reused,
+                                "build_s": round(env.build_s, 3)})
+        return end("skipped", reason)
+    if needs_probe(cell):
+        progress(cell.name, {"event": "env", "message": f"starting the {cell.device} backend"})
+        try:
+            started = probe(env.python, cell, extra_env, backend_s)
+        except BackendDown as exc:
+            append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                                    "log_tail": exc.log})
+            return end("env-error", exc.reason)
+        progress(cell.name, {"event": "env", "message": f"{cell.device} backend started in {started.seconds:.1f} s: "
+                                                        f"{started.count} x {', '.join(started.kinds)}"})
 
+    faults.point("mkdir", log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{cell.name}.log"
+    refuse_special(log_path)  # a FIFO there would block the run; a symlink would redirect the log
+    faults.point("open", log_path)
     log_path.write_text("")
     watch = _Watch(judge=judge, device=cell.device)
     tail = Tail(results)
     skip: list[str] = []
     exitstatus = None
     stopped = ""  # why the cell stopped before running everything (a hang or crash outside the tests)
-    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path)}
+    token = uuid.uuid4().hex  # marks every process this cell's tests start, wherever it goes (lifeline.sweep)
+    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path), **lifeline.owner_env(token)}
+    lifeline.become_subreaper()  # a double-forked daemon comes back to us, not to init
+    left: list[str] = []
     xdist_mode = bool(xdist) or user_chose(pytest_args)
     for _attempt in range(MAX_RESUMES):
         argv = _pytest_argv(env.python, cell, results, skip, pytest_args, xdist, timeout_s,
@@ -309,8 +369,15 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
         # is only the backstop, so it comes later.
         test_limit = timeout_s + BACKSTOP_S if xdist_mode else timeout_s
         watch.begin_attempt()
-        overdue, rc = _attempt_once(argv, cell, run_env, log_path, tail, watch, (test_limit, collect_s, exit_s),
-                                    progress)
+        try:
+            overdue, rc = _attempt_once(argv, cell, run_env, log_path, tail, watch, (test_limit, collect_s, exit_s),
+                                        progress)
+        except OSError as exc:  # the machine refused the process or its log (EAGAIN, EMFILE): the cell's outcome
+            where = f" ({exc.filename})" if exc.filename else ""
+            stopped = f"could not start pytest: {exc.strerror or exc}{where}"
+            break
+        finally:  # processes that left pytest's group (setsid, double fork, daemons) end with it too
+            left += lifeline.sweep(token)
         for rec in tail.records():  # whatever landed between the last poll and exit
             watch.feed(rec, progress, cell.name)
         if overdue is not None and overdue[0] == "test":
@@ -358,6 +425,9 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
     shutil.rmtree(results.with_name(results.name + ".hangs"), ignore_errors=True)
     run.outcomes = dict(watch.outcomes)
     run.verdicts = dict(watch.verdicts)
+    if left:
+        run.left_processes = left
+        progress(cell.name, {"event": "env", "message": f"{_left_note(left)}"})
     if watch.collected is None:
         reason = stopped or f"pytest ended before collecting (exit {exitstatus}){_telling_line(log_path)}; see {log_path}"
         return end("incomplete", reason, exitstatus)
@@ -369,7 +439,65 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
     if not watch.collected and not watch.collect_errors:
         return end("incomplete", "no tests collected (zero tests is never a pass: check the selection after --)",
                    exitstatus)
-    return end("complete", "", exitstatus)
+    return end("complete", _narrowed(watch), exitstatus)
+
+
+def close_dead_run(cell: Cell, results: Path, why: str, started_at: float) -> None:
+    """Close the results of a cell whose runner died (a `-j` worker killed by a signal): its file ends
+    with an `incomplete` CellEnd saying why, after every result it finished. A file older than the
+    worker (it died before writing its own) is replaced by one that says so, never extended."""
+    results = Path(results)
+    try:
+        fresh = results.stat().st_mtime >= started_at
+    except FileNotFoundError:
+        fresh = False
+    if fresh and _closed(results):
+        return  # it died after closing its cell (while judging or reporting): the results are whole
+    if not fresh:
+        tmp = results.with_name(results.name + ".new")
+        append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION, **cell.describe(),
+                            "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                            "harness_version": __version__, "timeout_s": cell.timeout_s})
+        os.replace(tmp, results)
+    append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": "incomplete",
+                            "reason": why})
+
+
+def _closed(results: Path) -> bool:
+    """True if the file's last line is a CellEnd record."""
+    last = file_tail(results, 4096).rstrip("\n").rsplit("\n", 1)[-1]
+    try:
+        return json.loads(last).get("$report_type") == "CellEnd"
+    except (ValueError, AttributeError):
+        return False
+
+
+def _narrowed(watch: _Watch) -> str:
+    """'2 of 101 cases selected (-k ok)' for a run narrowed by -k, -m, --deselect or paths, else ''.
+    A narrowed run is never a plain "complete": it says what it left out."""
+    sel, n = watch.selection or {}, len(watch.collected or [])
+    by = [f"-k {sel['keyword']!r}"] if sel.get("keyword") else []
+    by += [f"-m {sel['markexpr']!r}"] if sel.get("markexpr") else []
+    paths = [a for a in sel.get("args") or [] if a != "suites"]
+    by += [", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")] if paths else []
+    deselected = sel.get("deselected") or 0
+    if not by and not deselected:
+        return ""
+    whole = f"{n} of {n + deselected}" if deselected else f"{n}"
+    scope = "" if deselected and not paths else " (not the whole suite)"
+    return f"{whole} cases selected" + (f" by {'; '.join(by)}" if by else "") + scope
+
+
+def _ignored_env() -> dict[str, str]:
+    """The caller's variables that would change what a cell runs (PYTEST_ADDOPTS, LD_PRELOAD, ...): not passed on."""
+    return drop_startup_vars(dict(os.environ))[1]
+
+
+def _left_note(commands: list[str]) -> str:
+    """'a test left 2 processes running (killed at cell end: sleep 600; ...)'."""
+    n = len(commands)
+    shown = "; ".join(c[:80] for c in commands[:3]) + ("; ..." if n > 3 else "")
+    return f"a test left {n} process{'es' if n != 1 else ''} running (killed at cell end: {shown})"
 
 
 def _died(nodeid: str, rc: int, log_path: Path, **extra: object) -> dict:
@@ -397,12 +525,14 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
     Its process group is killed on the way out whatever happens, so nothing it started survives it.
     """
     read_fd, write_fd = os.pipe()  # the lifeline: EOF in the child means the harness is gone
-    child_env = {**os.environ, **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
+    child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
                  "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device,
                  lifeline.LIFELINE_ENV: str(read_fd)}
     child_env.pop("VIRTUAL_ENV", None)
     try:
+        faults.point("open", log_path)
         with open(log_path, "ab") as log:
+            faults.point("spawn", argv[0])
             proc = subprocess.Popen(lifeline.wrap(argv), cwd=REPO, env=child_env, stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True, pass_fds=(read_fd,))
@@ -445,6 +575,7 @@ def _pytest_argv(python: Path, cell: Cell, results: Path,
         argv += ["--seams-chips", str(xdist)]
     if skip:
         done = results.with_name(results.name + ".done.json")
+        faults.point("open", done)
         done.write_text(json.dumps(list(skip)))
         argv += ["--seams-done", str(done)]
     # Run the suites unless the caller named what to run (a path or node id inside this checkout).

@@ -19,13 +19,17 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Sequence
 
 from rich.markup import escape
 
+from harness import faults, lifeline
 from harness.build.cell import Cell
+from harness.incell.resultsfile import signal_name
+from harness.run.cellrun import close_dead_run
 from harness.run.progress import CellProgress
 from harness.run.workers import worker_count
 
@@ -65,7 +69,9 @@ class _Worker:
     proc: subprocess.Popen
     stderr: IO[bytes]
     reader: threading.Thread
+    token: str = ""  # SEAMS_OWNER mark of everything this worker started (lifeline.sweep)
     started: float = field(default_factory=time.monotonic)
+    started_wall: float = field(default_factory=time.time)
 
 
 def cell_to_json(cell: Cell) -> str:
@@ -81,10 +87,12 @@ def cell_from_json(text: str) -> Cell:
 
 
 def _worker_argv(cell: Cell, out: Path, expectations: Path, timeout: int | None, verbose: bool,
-                 pytest_args: Sequence[str], xdist: int = 0) -> list[str]:
+                 pytest_args: Sequence[str], xdist: int = 0, build_only: bool = False) -> list[str]:
     argv = [sys.executable, "-m", "harness", "run", "--worker-cell", cell_to_json(cell), "--out", str(out),
             "--no-report", "--expectations", str(expectations), "--progress-events", "-j", "1",
             "--xdist", str(xdist)]
+    if build_only:
+        argv.append("--build-only")
     if timeout is not None:
         argv += ["--timeout", str(timeout)]
     if verbose:
@@ -158,7 +166,7 @@ def _stop_all(workers: list[_Worker]) -> None:
 
 def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: Path, timeout: int | None,
                  verbose: bool, pytest_args: Sequence[str], progress: CellProgress,
-                 weighted: bool, xdist: int | str = 0) -> tuple[list[Path], list[int], list[str]]:
+                 weighted: bool, xdist: int | str = 0, build_only: bool = False) -> tuple[list[Path], list[int], list[str]]:
     """Run cells in up to `jobs` workers; returns results files and exit statuses in cell order, and errors.
 
     `weighted` (the default -j) also keeps the sum of running cells' weights within the cores.
@@ -194,14 +202,17 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
                 progress.print(f"[bold]== cell {n}/{len(cells)}: {escape(cell.name)}[/] ({escape(cell.install_line())})")
                 err = tempfile.TemporaryFile()
                 argv = _worker_argv(cell, out, expectations, timeout, verbose, pytest_args,
-                                    worker_count(cell.device, xdist, cores(), beside))
+                                    worker_count(cell.device, xdist, cores(), beside), build_only)
+                token = uuid.uuid4().hex
+                started_wall = time.time()
+                faults.point("spawn", argv[0])
                 proc = subprocess.Popen(argv,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=child_env,
-                                        start_new_session=True)
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                        env={**child_env, **lifeline.owner_env(token)}, start_new_session=True)
                 reader = threading.Thread(target=_read_events, args=(proc, cell.name, progress), daemon=True,
                                           name=f"events-{cell.name}")
                 reader.start()
-                running.append(_Worker(cell, proc, err, reader))
+                running.append(_Worker(cell, proc, err, reader, token, started_wall=started_wall))
                 load += cell_weight(cell)
             if errors and not running:
                 break
@@ -210,7 +221,14 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
                 running.remove(w)
                 w.reader.join(timeout=5)
                 codes[w.cell.name] = w.proc.returncode
-                if w.proc.returncode not in (0, 1):  # bad input or a harness bug: the worker said why
+                left = lifeline.sweep(w.token)  # a dead worker's cell cannot clean up after itself
+                if w.proc.returncode < 0:  # the worker was killed (OOM killer, a stray kill): its cell's crash
+                    why = (f"the -j worker running this cell died with {signal_name(w.proc.returncode)}"
+                           + (f"; {len(left)} processes it had started were killed" if left else ""))
+                    close_dead_run(w.cell, out / "results" / f"{w.cell.name}.jsonl", why, w.started_wall)
+                    progress.print(f"[bold red]{escape(w.cell.name)}: {escape(why)}[/]")
+                    codes[w.cell.name] = 1
+                elif w.proc.returncode not in (0, 1):  # bad input or a harness bug: the worker said why
                     w.stderr.seek(0)
                     tail = w.stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
                     errors.append(f"{w.cell.name}: exit {w.proc.returncode}: " + " | ".join(tail))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
+import time
 from typing import TextIO
 
 from rich.console import Console, Group
@@ -17,29 +19,86 @@ _STYLE = {"ok": "green", "known-bug": "yellow", "skipped": "dim", "fixed": "bold
           "env-error": "bold red", "incomplete": "bold red", "api-drift": "bold red", "complete": "green"}
 
 
+def heartbeat_seconds() -> float:
+    """How often a log (not a terminal) hears from each running cell: $SEAMS_HEARTBEAT_S, default 30."""
+    try:
+        value = float(os.environ.get("SEAMS_HEARTBEAT_S", "") or 30)
+    except ValueError:
+        return 30.0
+    return value if value > 0 else 30.0
+
+
 class CellProgress:
     """Prints one line per notable event; on a terminal, one live status line per running cell.
+
+    Off a terminal (a CI log, `| tee`), a running cell that printed nothing for `heartbeat_s`
+    seconds gets a plain line: cell, cases done of total, elapsed, what it is doing; so a log
+    never goes quiet for minutes while a cell builds its env or runs a slow test.
 
     Thread-safe: `harness run -j N` feeds it events of several cells at once (one reader thread
     per cell), so news lines name their cell when `name_cells` is set.
     """
 
-    def __init__(self, console: Console | None = None, verbose: bool = False, name_cells: bool = False) -> None:
+    def __init__(self, console: Console | None = None, verbose: bool = False, name_cells: bool = False,
+                 heartbeat_s: float | None = None) -> None:
         self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
         self.verbose = verbose
         self.name_cells = name_cells
+        self.heartbeat_s = heartbeat_s or heartbeat_seconds()
         self._lines: dict[str, str] = {}  # running cell -> its status line
         self._live: Live | None = None
         self._lock = threading.RLock()
+        # Off a terminal: running cell -> [started (monotonic), last line printed, done, total, doing]
+        self._quiet: dict[str, list] = {}
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
 
     def __call__(self, cell: str, ev: dict) -> None:
         with self._lock:
             self._handle(cell, ev)
+            if not self.console.is_terminal:
+                self._track(cell, ev)
 
     def print(self, text: str) -> None:
         """Print a line (rich markup) above the live status lines."""
         with self._lock:
             self.console.print(text)
+
+    def _track(self, cell: str, ev: dict) -> None:
+        """Remember what a running cell is doing, for the heartbeat line (off a terminal only)."""
+        kind = ev.get("event")
+        if kind == "end":
+            self._quiet.pop(cell, None)
+            return
+        now = time.monotonic()
+        state = self._quiet.setdefault(cell, [now, now, 0, 0, "preparing env"])
+        if kind == "test":
+            state[2], state[3] = ev.get("done", state[2]), ev.get("total", state[3])
+            state[4] = f"last finished {ev.get('nodeid', '')}"
+            if ev.get("verdict", "") not in ("ok", "skipped", "known-bug") or self.verbose:
+                state[1] = now  # a line about this cell was just printed
+        elif kind == "collected":
+            state[3], state[4], state[1] = ev.get("count", 0), "running tests", now
+        elif kind in ("env", "env-ready", "resume"):
+            state[4] = {"env": "preparing env", "env-ready": "starting pytest", "resume": "restarting pytest"}[kind]
+            if kind != "env" or "message" in ev:
+                state[1] = now
+        if self._beat is None:
+            self._beat = threading.Thread(target=self._heartbeat, name="progress-heartbeat", daemon=True)
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        tick = min(1.0, self.heartbeat_s / 4)
+        while not self._stop.wait(tick):
+            with self._lock:
+                now = time.monotonic()
+                for cell, state in self._quiet.items():
+                    if now - state[1] >= self.heartbeat_s:
+                        started, _, done, total, doing = state
+                        what = f"{done}/{total} cases done; {doing}" if total else doing
+                        self.console.print(f"{escape(cell)}: {escape(what)}, {now - started:.0f}s elapsed",
+                                           markup=True, highlight=False)
+                        state[1] = now
 
     def _handle(self, cell: str, ev: dict) -> None:
         kind = ev.get("event")
@@ -96,8 +155,10 @@ class CellProgress:
             self.close()
 
     def close(self) -> None:
-        """Stop the live display (idempotent); lines printed so far stay."""
+        """Stop the live display and the heartbeat (idempotent); lines printed so far stay."""
+        self._stop.set()
         with self._lock:
+            self._quiet.clear()
             self._lines.clear()
             if self._live is not None:
                 self._live.stop()

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from suites.compute_on import cores
 from harness.incell.compat import jax_api
 from harness.incell.ir import frontend_attribute_values, has_frontend_attribute
 
@@ -158,17 +159,4 @@ def test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement(order,
     simplifier merges the two multiplies across the host call, so the compiled module has no host
     computation left, on every release tried (known issue, CPU only; accelerators unverified).
     """
-    co = jax_api.compute_on()
-    body = lambda x: x * 2  # noqa: E731
-    host = co("device_host")(jax.jit(body)) if order == "compute_on_outside_jit" else jax.jit(co("device_host")(body))
-    f = jax.jit(lambda x: host(x) * 2 + 1)
-    x_host = np.arange(4, dtype=np.float32)
-    x = jnp.asarray(x_host)
-    observe.close(f(x), x_host * 4 + 1, rtol=0, atol=0, name="eager")
-    lowered = jax.jit(f).lower(x)
-    lowered_text, compiled_text = lowered.as_text(), lowered.compile().as_text()
-    observe.record(lowered_host_attr=frontend_attribute_values(lowered_text, HOST_KEY)[:8],
-                   compiled_host_attr=frontend_attribute_values(compiled_text, HOST_KEY)[:8])
-    assert has_frontend_attribute(lowered_text, HOST_KEY, "host"), "lowered without the host placement"
-    assert has_frontend_attribute(compiled_text, HOST_KEY, "host"), \
-        f"the compiled module lost {HOST_KEY}=\"host\": the host multiply was merged into the device's"
+    cores.host_multiply_next_to_a_device_multiply(order, observe)

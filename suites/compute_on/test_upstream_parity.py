@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
-from harness.incell.compat import jax_api, require
+from suites.compute_on import cores
+from harness.incell.compat import jax_api
 from harness.incell.ir import has_frontend_attribute
 
 HOST_KEY = "_xla_compute_type"
@@ -47,12 +48,7 @@ def test_grad_through_a_host_function_keeps_both_host_calls(remat, observe):
 
 def test_nesting_different_compute_types_is_refused(observe):
     """Upstream test_nested_compute_error: `device` inside `device_host` is a clear NotImplementedError."""
-    co = jax_api.compute_on()
-    inner = co("device")(jax.jit(lambda x: x * 2))
-    outer = co("device_host")(jax.jit(lambda x: inner(x)))
-    with pytest.raises(NotImplementedError, match="Nesting `compute_on` with different compute types"):
-        jax.jit(lambda x: outer(x))(jnp.arange(8))
-    observe.record(refused=True)
+    cores.nesting_different_compute_types_is_refused(observe)
 
 
 def test_host_function_inside_shard_map(observe):
@@ -75,35 +71,10 @@ def test_host_function_inside_shard_map(observe):
 def test_exported_host_function_keeps_the_placement(observe):
     """Upstream export_test test_compute_on_host: jax.export of a jit(compute_on(host)) function
     keeps the host placement in the serialized module, and calling the export gives the value."""
-    export = jax_api.export_module()
-    co = jax_api.compute_on()
-
-    @jax.jit
-    @co("device_host")
-    def f(x):
-        return jax.lax.platform_dependent(x, cpu=lambda x: x + np.float32(1.0), default=lambda x: x + np.float32(2.0))
-
-    x = np.float32(0.0)
-    exp = export.export(f, platforms=("cpu",))(x)
-    text = exp.mlir_module()
-    observe.record(exported_host_attr=has_frontend_attribute(text, HOST_KEY, "host"))
-    assert has_frontend_attribute(text, HOST_KEY, "host"), "the exported module lost the host placement"
-    observe.close(exp.call(x), np.float32(1.0), rtol=0, atol=0)
+    cores.exported_host_function_keeps_the_placement(observe)
 
 
 def test_serialized_host_function_keeps_the_placement(observe):
     """The same export serialized and read back keeps the placement and the value. Serialization
     needs flatbuffers, which jax leaves optional (its error says to install it): skip without it."""
-    export = jax_api.export_module()
-    require("flatbuffers")
-    co = jax_api.compute_on()
-
-    @jax.jit
-    @co("device_host")
-    def f(x):
-        return x + np.float32(1.0)
-
-    x = np.float32(0.0)
-    back = export.deserialize(export.export(f, platforms=("cpu",))(x).serialize())
-    assert has_frontend_attribute(back.mlir_module(), HOST_KEY, "host"), "deserialized module lost the host placement"
-    observe.close(back.call(x), np.float32(1.0), rtol=0, atol=0, name="deserialized")
+    cores.serialized_host_function_keeps_the_placement(observe)

@@ -11,7 +11,6 @@ known bug is one test id and every other variant must pass.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import jax
@@ -21,32 +20,13 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from harness.incell.compat import jax_api
+from suites.shard_map import cores
+from suites.shard_map.cores import MESHES, TOL, UNARY, Unary  # noqa: F401 - shared with the cores
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import example, given, strategies as st  # noqa: E402
 
 N_DEVICES = 8
-MESHES = [((1,), ("x",)), ((2,), ("x",)), ((4,), ("x",)), ((8,), ("x",)), ((2, 4), ("x", "y")), ((4, 2), ("x", "y"))]
-TOL = dict(rtol=2e-5, atol=2e-5)
-
-
-@dataclass(frozen=True)
-class Unary:
-    """An elementwise function with its NumPy value and closed-form derivative."""
-
-    name: str
-    jax_fn: object
-    np_fn: object
-    np_deriv: object
-
-
-UNARY = [
-    Unary("sin", jnp.sin, np.sin, np.cos),
-    Unary("tanh", jnp.tanh, np.tanh, lambda x: 1.0 - np.tanh(x) ** 2),
-    Unary("square", lambda x: x * x, lambda x: x * x, lambda x: 2.0 * x),
-    Unary("affine", lambda x: 1.5 * x - 0.25, lambda x: 1.5 * x - 0.25, lambda x: np.full_like(x, 1.5)),
-    Unary("softplus", jax.nn.softplus, lambda x: np.logaddexp(0.0, x), lambda x: 1.0 / (1.0 + np.exp(-x))),
-]
 
 
 @pytest.fixture(scope="module")
@@ -283,32 +263,4 @@ def test_replicated_primal_linearize_transpose(marking, case, devices_ok, observ
     `unmarked` is the issue's code (the vma check rejects it from 0.6.0: known issue); `pvary` /
     `pcast` mark p varying first; `no_check` turns the check off. All must match NumPy.
     """
-    shape, names = MESHES[case.mesh_index]
-    mesh = jax_api.make_mesh_nd(shape, names)
-    n_shards = int(np.prod(shape))
-    marker = jax_api.mark_varying(marking) if marking in ("pvary", "pcast") else None
-    op = _unary(case.op)
-    rng = np.random.RandomState(case.seed)
-    p_host = rng.uniform(-1.5, 1.5, size=case.per_shard).astype(np.float32)
-    t_host = rng.uniform(-1.0, 1.0, size=case.per_shard * n_shards).astype(np.float32)
-
-    def f(x):
-        return jnp.mean(op.jax_fn(x))
-
-    def m(p, t):
-        if marker is not None:
-            p = marker(p, names)
-        _y, fwd = jax.linearize(f, p)
-        bwd = jax.linear_transpose(fwd, p)
-        return bwd(fwd(t))
-
-    spec = P(names if len(names) > 1 else names[0])
-    g = jax_api.shard_map(functools.partial(m, jnp.asarray(p_host)), mesh=mesh, in_specs=(spec,),
-                          out_specs=(spec,), check=marking != "no_check")
-    t = jax.device_put(t_host, NamedSharding(mesh, spec))
-    (out,) = jax.jit(g)(t)  # the vma error of jax#28260 surfaces here, uncaught
-
-    dp = op.np_deriv(p_host.astype(np.float64))
-    ref = np.concatenate([dp * np.mean(dp * ts) / case.per_shard for ts in t_host.reshape(n_shards, -1)])
-    observe.close(out, ref, **TOL)
-    observe.record(mesh=dict(zip(names, shape)), op=case.op, per_shard=case.per_shard, marking=marking)
+    cores.replicated_primal_linearize_transpose(marking, case.mesh_index, case.per_shard, case.op, case.seed, observe)

@@ -1,0 +1,148 @@
+"""`harness report`: merge cell results, judge them again, write report.json/html/md, junit.xml and repro/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from harness.errors import UserError
+from harness.judge.expectations import DEFAULT_PATH, load_expectations
+from harness.judge.outcomes import FAILING_VERDICTS
+from harness.report.html import render_html
+from harness.judge.apply import apply_expectations
+from harness.judge.coverage import gap_headline
+from harness.report.junit import render_junit
+from harness.report.markdown import render_markdown, render_since_markdown
+from harness.report.model import build_report
+from harness.report.repro import MAX_REPROS, write_repros
+from harness.judge.results import read_many
+from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
+from harness.judge.since import since_summary
+
+SESSION_GAP_S = 20 * 60  # cells of one tox/CI session start within this of the previous cell's end
+
+
+def _latest_per_cell(cells):
+    """One results file per cell name: the latest run wins, the others are reported."""
+    by_name: dict[str, list] = {}
+    for c in cells:
+        by_name.setdefault(c.cell, []).append(c)
+    kept, notes = [], []
+    for name, group in by_name.items():
+        group.sort(key=lambda c: c.started_at)
+        kept.append(group[-1])
+        for old in group[:-1]:
+            notes.append(f"{old.path}: another results file for cell {name} is newer ({group[-1].path}); ignored")
+    order = {id(c): i for i, c in enumerate(cells)}
+    return sorted(kept, key=lambda c: order[id(c)]), notes
+
+
+def _when(text: str):
+    import datetime as dt
+
+    try:
+        t = dt.datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+
+
+def latest_session(cells: list, gap_s: float = SESSION_GAP_S) -> tuple[list, list]:
+    """(kept, dropped): the cells of the newest run session, and results files older than it.
+
+    A session is a chain of cells each started no more than gap_s after an earlier one ended (or
+    while it ran): `tox -e a,b,report` runs a then b, `tox -p` runs them side by side. A results
+    file left by a run before that (a cell tox did not run this time) is dropped, and named.
+    A file without a start time is kept: nothing says it is stale.
+    """
+    import datetime as dt
+
+    timed = [(c, _when(c.started_at)) for c in cells]
+    timed = [(c, t, t + dt.timedelta(seconds=c.duration_s or 0)) for c, t in timed if t is not None]
+    if not timed:
+        return cells, []
+    timed.sort(key=lambda x: x[1], reverse=True)
+    session_start = timed[0][1]
+    stale = set()
+    for c, start, end in timed[1:]:
+        if end >= session_start - dt.timedelta(seconds=gap_s):
+            session_start = min(session_start, start)
+        else:
+            stale.add(id(c))
+    return [c for c in cells if id(c) not in stale], [c for c in cells if id(c) in stale]
+
+
+def baseline_changes(baseline_path: Path, report: dict) -> dict:
+    """What changed since a previous report.json, as report["baseline"] (marks in the HTML grid)."""
+    from harness.report.diff import compare, load_report
+
+    old = load_report(baseline_path)
+    changes = compare(old, report)
+    return {"source": str(baseline_path), "generated_at": old.get("generated_at"),
+            "changes": {k: v for k, v in changes.items() if k != "drift"}}
+
+
+def write_report_files(report: dict, out_dir: Path) -> int:
+    """Write report.json/html/md, junit.xml and repro/ atomically; a disk problem is one UserError line."""
+    ensure_dir(out_dir)
+    try:
+        atomic_write(out_dir / "report.json", dumps_lines(report))
+        atomic_write(out_dir / "report.html", render_html(report))
+        atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report.get("since") or []))
+        atomic_write(out_dir / "junit.xml", render_junit(report))
+        return write_repros(report, out_dir / "repro", limit=MAX_REPROS)
+    except OSError as exc:
+        raise disk_error(exc, any_errno=True) from None
+
+
+def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None,
+                   baseline: Path | None = None, latest_run: bool = False) -> int:
+    """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news.
+
+    The verdict counts and the report paths go to stdout (what `| tee` and CI logs keep); problems
+    with the inputs go to stderr. With `baseline`, each result that changed since that report.json
+    is marked in the HTML grid and report.json's `baseline` lists the changes. With `latest_run`,
+    only the newest run session's cells are merged (latest_session); the dropped files are named.
+    """
+    console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)  # file names may hold [...]
+    out = Console(highlight=False, soft_wrap=True, markup=False)
+    expectations_path = expectations_path or DEFAULT_PATH
+    expectations = load_expectations(expectations_path)
+    missing = [p for p in paths if not Path(p).exists()]
+    cells, errors = read_many([p for p in paths if Path(p).exists()])
+    errors = [f"{p}: no such results file" for p in missing] + errors
+    if not cells:  # nothing to merge: the reason is the whole answer, on one line
+        more = f" (and {len(errors) - 1} more unreadable)" if len(errors) > 1 else ""
+        raise UserError((errors[0] if errors else "no results files given") + more)
+    for e in errors:  # the other files still merge; each bad one is named
+        console.print(f"error: {e}")
+    cells, dupes = _latest_per_cell(cells)
+    errors += dupes
+    if latest_run:
+        cells, stale = latest_session(cells)
+        if stale:
+            shown = ", ".join(f"{c.cell} ({c.started_at[:16]})" for c in stale[:8]) + (f" and {len(stale) - 8} more" if len(stale) > 8 else "")
+            console.print(f"note: merged the {len(cells)} cells of the latest run; dropped {len(stale)} older results "
+                          f"files (cells this run did not run): {shown}; merge them by naming the files without --latest-run")
+    apply_expectations(cells, expectations)
+    report = build_report(cells, errors, str(expectations_path))
+    report["since"] = since_summary(report)  # per case: first bad / last good along each version line
+    if baseline is not None:
+        report["baseline"] = baseline_changes(baseline, report)
+    n_repro = write_report_files(report, out_dir)
+
+    counts = report["counts"]
+    out.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    for c in report["cells"]:
+        if c["stale_expectations"]:
+            console.print(f"warning: {c['cell']}: stale expectations (matched no collected test): {', '.join(c['stale_expectations'])}")
+    headline = gap_headline(report["coverage"]) if report.get("coverage") else ""
+    if headline:  # not news (the exit status stays), but an area nobody checked: say so
+        out.print(f"coverage: {headline} (see report.md)")
+    if baseline is not None:
+        ch = report["baseline"]["changes"]
+        out.print(f"since {baseline}: " + ", ".join(f"{len(ch[k])} {k}" for k in ("regressed", "fixed", "changed", "new", "gone")))
+    out.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'})")
+    news = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
+    return 1 if news or errors else 0

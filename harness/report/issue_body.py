@@ -1,0 +1,130 @@
+"""One Markdown form for an upstream issue about one result: used by `harness report` (repro/CASE.md),
+`harness news` (the filed issue) and `harness bisect` (issue.md beside bisect.md).
+
+Sections, in order: a title line saying what broke and where; What happened (the message, once);
+Versions (the cell's, and what moved); Bisection; Reproduce (the standalone script in a collapsible
+block, then the harness route); Links. Text from results files (test ids, messages, versions) is
+untrusted: control characters are shown as escapes, inline code cannot be closed by the text,
+fenced blocks are longer than any backtick run inside, and machine paths are cut to what a
+maintainer can read (site-packages/..., ~/...).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from harness.paths import REPO
+
+MAX_MESSAGE = 4000
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+
+
+def one_line(text: Any, limit: int = 300) -> str:
+    """Text for one line of Markdown: every control character (newlines too) shown as an escape."""
+    s = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def code(text: Any) -> str:
+    """An inline code span the text cannot close (CommonMark: a longer backtick run, padded)."""
+    s = one_line(text)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {s} {fence}" if longest or s.startswith(" ") or s.endswith(" ") else f"`{s}`"
+
+
+def fence(text: str, lang: str = "") -> list[str]:
+    """A fenced block longer than any backtick run in text, with control characters (but newlines
+    and tabs) shown as escapes, so the text can neither close it nor hide in it."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return [ticks + lang, text, ticks]
+
+
+def scrub_paths(text: str) -> str:
+    """Machine paths cut to what is meaningful anywhere: this checkout, envs and the home folder."""
+    text = re.sub(r"(?:/[^\s'\"():]+)*/site-packages/", "site-packages/", text)
+    text = text.replace(str(REPO) + "/", "").replace(str(REPO), "xla-seams")
+    home = str(Path.home())
+    if home not in ("/", ""):
+        text = text.replace(home + "/", "~/")
+    return text
+
+
+def demote_headings(markdown: str, levels: int = 3) -> str:
+    """Headings of an embedded document pushed down under this one's (never past level 6)."""
+    out, in_fence = [], None
+    for line in markdown.splitlines():
+        m = re.match(r"^(`{3,}|~{3,})", line)
+        if m and (in_fence is None or m.group(1)[0] == in_fence[0] and len(m.group(1)) >= len(in_fence)):
+            in_fence = None if in_fence else m.group(1)
+        elif in_fence is None:
+            h = re.match(r"^(#{1,6}) ", line)
+            if h:
+                line = "#" * min(6, len(h.group(1)) + levels) + line[len(h.group(1)):]
+        out.append(line)
+    return "\n".join(out)
+
+
+def title(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """What broke and where, in one line: `test[param]` fails on jax 0.6.0 (cpu), or the cell's error."""
+    versions = cell.get("pins") or {}
+    where = ", ".join(f"{k} {v}" for k, v in versions.items()) or str(cell.get("cell", "?"))
+    raw = str(result.get("raw") or result.get("verdict") or "fails")
+    verb = {"fail": "fails", "error": "errors", "crash": "crashes", "timeout": "hangs", "pass": "passes",
+            "env-error": "does not install"}.get(raw, raw)
+    what = case_id.rsplit("::", 1)[-1] if case_id else f"cell {cell.get('cell', '?')}"
+    return one_line(f"{what} {verb} on {where} ({cell.get('device', 'cpu')})", 250)
+
+
+def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any], *,
+               script: str | None = None, script_name: str = "repro.py", standalone_install: str = "",
+               harness_install: str = "", harness_run: Sequence[str] = (), moved: Sequence[str] = (),
+               bisection: str | None = None, marker: str | None = None, verdict_line: str | None = None) -> str:
+    """The issue body for one result (see the module docstring for the sections)."""
+    out: list[str] = [marker, ""] if marker else []
+    out += [f"**{title(case_id, cell, result)}**", ""]
+    if case_id:
+        out.append(f"- case: {code(case_id)} (xla-seams scenario)")
+    out.append(f"- cell: {code(cell.get('cell', '?'))}; outcome: {one_line(result.get('raw', '?'))}"
+               + (f" ({one_line(result['signal'])})" if result.get("signal") else "")
+               + f"; verdict: {one_line(result.get('verdict', '?'))}")
+    if verdict_line:
+        out.append(f"- {one_line(verdict_line, 400)}")
+    message = str(result.get("message") or "").strip()
+    if message:
+        cut = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "\n... (truncated)"
+        out += ["", "### What happened", "", *fence(scrub_paths(cut))]
+    versions = cell.get("versions") or cell.get("pins") or {}
+    out += ["", "### Versions", "",
+            "- " + (", ".join(f"{one_line(k)} {one_line(v)}" for k, v in versions.items()) or "unknown")
+            + f"; device {one_line(cell.get('device', 'cpu'))}"
+            + (f"; Python {one_line(cell['python'])}" if cell.get("python") else "")]
+    if moved:
+        out.append("- moved since the previous run: " + ", ".join(one_line(m) for m in moved))
+    if bisection:
+        out += ["", "### Bisection", "", demote_headings(scrub_paths(bisection).strip())]
+    out += ["", "### Reproduce", ""]
+    if script is not None:
+        out += ["Standalone (only the packages below; exit 1 while the bug is there, 0 once fixed):", "",
+                *fence(f"python3.11 -m venv venv && . venv/bin/activate\n{standalone_install}\npython {shlex.quote(script_name)}", "sh"),
+                "", f"<details><summary>{one_line(script_name)}</summary>", "", *fence(script, "python"), "",
+                "</details>", ""]
+    if harness_install and case_id:
+        out += ["With xla-seams (a clone of it; the plugin records the outcome, the verdict is judged by the harness):",
+                "", *fence("python3.11 -m venv venv && . venv/bin/activate\n" + harness_install
+                           + "".join(f"\n{line}" for line in harness_run), "sh")]
+    elif script is None:
+        out.append("No standalone script for this result (it has no scenario core, or the cell did not run).")
+    links = []
+    exp = result.get("expectation") or {}
+    if exp:
+        links.append(f"- known issue {code(exp.get('id', ''))}: {one_line(exp.get('reason', ''), 400)} "
+                     f"({one_line(exp.get('link', ''))})")
+    if links:
+        out += ["", "### Links", "", *links]
+    return "\n".join(out).rstrip() + "\n"

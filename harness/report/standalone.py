@@ -1,0 +1,491 @@
+"""Standalone reproducers: one Python file per failing case that needs only the cell's packages.
+
+A scenario's core is a plain function in `suites/<family>/cores.py` (its `CORES` maps the test to
+it). This module reads that source (never imports it: the host has no jax) and writes a script
+that holds the core and everything it uses from the cores module, the IR/numerics helpers and the
+compat shim, with the shim *resolved for the cell*: each `found(API, ...)` probe becomes the
+presence the API's recorded range (matrices/apis/) gives for the cell's versions, and the branch
+it guards is folded away. `pytest.skip` becomes an exit with 125 (git bisect's "cannot test"),
+`observe` a small checker that asserts the same closeness. The script raises (exit 1, with the
+message, the numbers or the IR fact) while the bug is there and exits 0 when it is fixed.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from packaging.utils import canonicalize_name
+
+from harness.judge.apis import ApiRange, default_api_ranges
+from harness.paths import REPO, SUITES_DIR
+
+# Harness modules a core may use; their source is inlined (resolved), never imported.
+_INLINED = {
+    "harness.incell.compat": REPO / "harness/incell/compat/__init__.py",
+    "harness.incell.compat.jax_api": REPO / "harness/incell/compat/jax_api.py",
+    "harness.incell.compat.torch_api": REPO / "harness/incell/compat/torch_api.py",
+    "harness.incell.ir": REPO / "harness/incell/ir.py",
+    "harness.incell.numerics": REPO / "harness/incell/numerics.py",
+}
+_PRELUDE = '''
+from harness.incell.numerics import to_numpy
+
+
+def skip(reason):
+    """This case cannot run here (not a verdict on the bug): git bisect's 125."""
+    print(f"SKIP: {reason}")
+    raise SystemExit(125)
+
+
+class Observe(dict):
+    """What the suite records beside the outcome; here it only checks, as the suite does."""
+
+    def record(self, **facts):
+        self.update(facts)
+
+    def close(self, actual, expected, *, rtol, atol, name=""):
+        np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), rtol=rtol, atol=atol, err_msg=name)
+'''
+_BUILTINS = set(dir(builtins))
+
+
+class NoStandalone(Exception):
+    """This case has no core to export (the reason is the message)."""
+
+
+@dataclass
+class _Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    defs: dict[str, ast.stmt] = field(default_factory=dict)       # top-level def/class/assign by name
+    imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # name -> (module, attr)
+
+
+@lru_cache(maxsize=64)
+def _load(name: str, path: Path) -> _Module:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    mod = _Module(name, path, tree)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            mod.defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(t, ast.Name):
+                    mod.defs[t.id] = node
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                mod.imports[a.asname or a.name.split(".")[0]] = (a.name if a.asname else a.name.split(".")[0], None)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module != "__future__":
+            for a in node.names:
+                mod.imports[a.asname or a.name] = (node.module, a.name)
+    return mod
+
+
+def _module_for(dotted: str) -> _Module | None:
+    """A module whose source is inlined: the harness helpers and the suites' own files."""
+    if dotted in _INLINED:
+        return _load(dotted, _INLINED[dotted])
+    if dotted.startswith("suites."):
+        path = REPO / (dotted.replace(".", "/") + ".py")
+        return _load(dotted, path) if path.is_file() else None
+    return None
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a case's core is: the family's cores module, the function, the arguments."""
+
+    module: str
+    function: str
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+
+
+def find_core(case_id: str) -> Target:
+    """The core a test id runs, with its arguments: the `[param]` ids, then a pinned example's."""
+    path, _, rest = case_id.partition("::")
+    func, _, bracket = rest.partition("[")
+    bracket = bracket[:-1] if bracket.endswith("]") else bracket
+    parts = Path(path).parts
+    if len(parts) != 3 or parts[0] != "suites" or not parts[2].endswith(".py"):
+        raise NoStandalone(f"{case_id}: not a scenario of suites/<family>/")
+    cores_path = SUITES_DIR / parts[1] / "cores.py"
+    if not cores_path.is_file():
+        raise NoStandalone(f"suites/{parts[1]} has no cores.py")
+    mod = _load(f"suites.{parts[1]}.cores", cores_path)
+    table = mod.defs.get("CORES")
+    if not isinstance(table, ast.Assign) or not isinstance(table.value, ast.Dict):
+        raise NoStandalone(f"{cores_path.name} of suites/{parts[1]} has no CORES table")
+    key = f"{parts[2]}::{func}"
+    for k, v in zip(table.value.keys, table.value.values):
+        if isinstance(k, ast.Constant) and k.value == key:
+            example: dict[str, Any] = {}
+            if isinstance(v, ast.Tuple):
+                v, example = v.elts[0], ast.literal_eval(v.elts[1])
+            if not isinstance(v, ast.Name) or not isinstance(mod.defs.get(v.id), ast.FunctionDef):
+                raise NoStandalone(f"CORES[{key!r}] is not a function of {cores_path.name}")
+            fn = mod.defs[v.id]
+            params = [a.arg for a in fn.args.args if a.arg != "observe" and a.arg not in example]
+            ids = [bracket] if len(params) == 1 else (bracket.split("-") if bracket else [])
+            if len(ids) != len(params):
+                raise NoStandalone(f"{case_id}: its ids {ids} do not fit {v.id}'s parameters {params}")
+            return Target(mod.name, v.id, tuple(ids), tuple(example.items()))
+    raise NoStandalone(f"{case_id}: no core for {key} in suites/{parts[1]}/cores.py")
+
+
+def _api_presence(ranges: Mapping[str, ApiRange], versions: Mapping[str, str]) -> dict[str, bool]:
+    have = {canonicalize_name(k): v for k, v in versions.items() if v}
+    out = {}
+    for api, rng in ranges.items():
+        version = have.get(rng.package)
+        ships = rng.ships_in(version) if version else None
+        if ships is not None:
+            out[api] = ships
+    return out
+
+
+class _Resolve(ast.NodeTransformer):
+    """Specialise one definition for the cell: shim attributes to names, probes to constants."""
+
+    def __init__(self, mod: _Module, presence: Mapping[str, bool], consts: Mapping[str, Any] | None = None,
+                 drop_records: bool = False):
+        self.mod, self.presence = mod, presence
+        self.consts = dict(consts or {})  # the case's parameters, for folding its branches
+        self.drop_records = drop_records  # observe.record(...) only records: nothing to check
+        self.shim: dict[str, str] = {}  # name a shim attribute became -> the module defining it
+
+    def _const(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name) and isinstance(self.mod.defs.get(node.id), ast.Assign):
+            value = self.mod.defs[node.id].value
+            return value.value if isinstance(value, ast.Constant) else None
+        return None
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name):
+            base = node.value.id
+            if base in self.mod.imports and _is_module(*self.mod.imports[base]):
+                module, attr = self.mod.imports[base]
+                self.shim[node.attr] = f"{module}.{attr}" if attr else module
+                return ast.copy_location(ast.Name(node.attr, node.ctx), node)
+            if base == "pytest" and node.attr == "skip":
+                return ast.copy_location(ast.Name("skip", node.ctx), node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "found" and len(node.args) == 2:
+            api = self._const(node.args[0])
+            if isinstance(api, str) and api in self.presence:
+                return ast.copy_location(ast.Constant(self.presence[api]), node)
+            return node.args[1]  # no range to resolve by: the probe's own test, evaluated at run time
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.consts:
+            return ast.copy_location(ast.Constant(self.consts[node.id]), node)
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        # TABLE[case] with the case folded: just that entry of the module's table
+        if self.consts and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant):
+            table = self.mod.defs.get(node.value.id)
+            if isinstance(table, ast.Assign) and isinstance(table.value, ast.Dict):
+                for k, v in zip(table.value.keys, table.value.values):
+                    if isinstance(k, ast.Constant) and k.value == node.slice.value:
+                        return ast.copy_location(copy.deepcopy(v), node)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) != 1:
+            return node
+        try:
+            left, right = ast.literal_eval(node.left), ast.literal_eval(node.comparators[0])
+        except ValueError:
+            return node
+        ops = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+               ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+        op = ops.get(type(node.ops[0]))
+        return node if op is None else ast.copy_location(ast.Constant(bool(op(left, right))), node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        known = [self._fold(v) for v in node.values]
+        stop = isinstance(node.op, ast.Or)  # the value that decides: True for or, False for and
+        if stop in known:
+            return ast.copy_location(ast.Constant(stop), node)
+        rest = [v for v, k in zip(node.values, known) if k is None]
+        if not rest:
+            return ast.copy_location(ast.Constant(not stop), node)
+        return rest[0] if len(rest) == 1 else ast.copy_location(ast.BoolOp(node.op, rest), node)
+
+    def _fold(self, test: ast.expr) -> bool | None:
+        if isinstance(test, ast.Constant) and isinstance(test.value, bool):
+            return test.value
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._fold(test.operand)
+            return None if inner is None else not inner
+        return None
+
+    def visit_If(self, node: ast.If) -> Any:
+        self.generic_visit(node)
+        value = self._fold(node.test)
+        if value is None:
+            return node
+        return (node.body if value else node.orelse) or None
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        value = self._fold(node.test)
+        return node if value is None else (node.body if value else node.orelse)
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.annotation = None  # annotations would need the typing imports of every inlined module
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        self.generic_visit(node)
+        if node.value is None:
+            return None
+        return ast.copy_location(ast.Assign([node.target], node.value), node)
+
+    def visit_Import(self, node: ast.Import) -> Any:
+        return None if any(a.name == "pytest" for a in node.names) else node
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Constant) and not isinstance(node.value.value, str):
+            return None  # what a resolved probe left as a statement
+        call = node.value
+        if (self.drop_records and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "record" and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "observe"):
+            return None
+        return node
+
+
+def _is_module(module: str, attr: str | None) -> bool:
+    """True if `from module import attr` (or `import module`) names an inlined module."""
+    return attr is not None and f"{module}.{attr}" in _INLINED or (attr is None and module in _INLINED)
+
+
+class _Tidy(ast.NodeTransformer):
+    """Repair what folding emptied: a try whose finally held only records, a block left empty."""
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        self.generic_visit(node)
+        if not node.handlers and not node.finalbody:
+            return node.body + node.orelse
+        return node
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            end = next((i for i, st in enumerate(block) if isinstance(st, (ast.Return, ast.Raise))), None)
+            if end is not None:
+                del block[end + 1:]  # unreachable after a folded branch returned
+        if isinstance(getattr(node, "body", None), list) and not node.body:
+            node.body.append(ast.Pass())
+        return node
+
+
+def _fix_empty_bodies(tree: ast.AST) -> None:
+    _Tidy().visit(tree)
+
+
+class _Collector:
+    """Every definition a core needs, in dependency order, resolved for one cell."""
+
+    def __init__(self, presence: Mapping[str, bool], core: str, args: Mapping[str, Any]):
+        self.presence, self.core, self.args = presence, core, args
+        self.out: list[tuple[str, str, ast.stmt]] = []
+        self.done: set[tuple[str, str]] = set()
+        self.imports: dict[str, str] = {}  # local name -> import statement
+
+    def need(self, mod: _Module, name: str) -> None:
+        key = (mod.name, name)
+        if key in self.done:
+            return
+        self.done.add(key)
+        if name in mod.defs:
+            node = copy.deepcopy(mod.defs[name])
+            if mod.name.endswith(".cores") and name == self.core:
+                resolve = _Resolve(mod, self.presence, _foldable(node, self.args), drop_records=not _reads_observe(node))
+            else:
+                resolve = _Resolve(mod, self.presence)
+            node = resolve.visit(node)
+            ast.fix_missing_locations(node)
+            _fix_empty_bodies(node)
+            if not (mod.name.endswith(".cores") and name == self.core):
+                _drop_docstrings(node)  # the core keeps its docstring: it says what is checked
+            for ref in sorted(_free_names(node)):
+                if ref == name:
+                    continue
+                if ref in resolve.shim:
+                    shim = _module_for(resolve.shim[ref])
+                    assert shim is not None
+                    self.need(shim, ref)
+                else:
+                    self.need(mod, ref)
+            if not any(n == name for _m, n, _d in self.out):
+                self.out.append((mod.name, name, node))
+            return
+        if name in mod.imports:
+            module, attr = mod.imports[name]
+            if attr is None and module == "pytest":
+                return
+            if _is_module(module, attr):
+                return  # its attributes were turned into names, each needed on its own
+            inlined = _module_for(module)
+            if inlined is not None and attr is not None:
+                self.need(inlined, attr)
+                return
+            if attr is None:
+                self.imports[name] = f"import {module}" if name == module else f"import {module} as {name}"
+            else:
+                self.imports[name] = f"from {module} import {attr}" + (f" as {name}" if name != attr else "")
+
+
+def _foldable(fn: ast.FunctionDef, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The case's arguments the core never rebinds: their uses can become constants."""
+    stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    inner = {a.arg for f in ast.walk(fn) if isinstance(f, (ast.FunctionDef, ast.Lambda)) and f is not fn
+             for a in f.args.args}
+    return {k: v for k, v in args.items() if k not in stored and k not in inner}
+
+
+def _reads_observe(fn: ast.FunctionDef) -> bool:
+    """True if the core reads back what it recorded (observe[...]): then its records must stay."""
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "observe"
+               for n in ast.walk(fn))
+
+
+def _drop_docstrings(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and len(body) > 1 and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            del body[0]
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    """Names a definition loads that it does not bind itself (roughly: globals and builtins)."""
+    loads, binds = set(), set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            (loads if isinstance(n.ctx, ast.Load) else binds).add(n.id)
+        elif isinstance(n, ast.arg):
+            binds.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n is not node:
+            binds.add(n.name)
+        elif isinstance(n, ast.alias):
+            binds.add((n.asname or n.name).split(".")[0])
+    return (loads - binds) - _BUILTINS
+
+
+def _comment(text: str) -> str:
+    """One comment line: control characters (newlines included) shown, never executed."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def redact_url(url: str) -> str:
+    """An index URL without its credentials (user:token@host -> ***@host)."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        return urlunsplit(parts._replace(netloc=f"***@{host}" + (f":{parts.port}" if parts.port else "")))
+    return url
+
+
+def standalone_install_line(cell: Mapping[str, Any]) -> str:
+    """The cell's pip line (pins and extras, index URLs redacted), plus the numpy the scripts use."""
+    try:
+        words = shlex.split(str(cell.get("install_line") or ""))
+    except ValueError:
+        words = []
+    if words[:2] != ["pip", "install"]:
+        words = ["pip", "install"] + [f"{k}=={v}" for k, v in (cell.get("pins") or {}).items()]
+    out, url_next = [], False
+    for w in words:
+        out.append(redact_url(w) if url_next or "://" in w else w)
+        url_next = w in ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
+    if not any(re.match(r"numpy\b", w) for w in out):
+        version = (cell.get("versions") or {}).get("numpy")
+        out.append(f"numpy=={version}" if version else "numpy")
+    return shlex.join(out)
+
+
+def run_env(cell: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables the cell ran under (XLA_FLAGS, PJRT_DEVICE, JAX_PLATFORMS...)."""
+    env = cell.get("env") or cell.get("run_env") or {}
+    return {str(k): str(v) for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))}
+
+
+def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None = None,
+                  ranges: Mapping[str, ApiRange] | None = None) -> str:
+    """The standalone reproducer of one case on one cell (raises NoStandalone without a core)."""
+    target = find_core(case_id)
+    versions = {**{k: str(v) for k, v in (cell.get("pins") or {}).items()},
+                **{k: str(v) for k, v in (cell.get("versions") or {}).items() if v}}
+    presence = _api_presence(default_api_ranges() if ranges is None else ranges, versions)
+    fn = _module_for(target.module).defs[target.function]  # type: ignore[union-attr]
+    params = [a.arg for a in fn.args.args if a.arg != "observe"]  # type: ignore[union-attr]
+    col = _Collector(presence, target.function, {**dict(zip(params, target.args)), **dict(target.kwargs)})
+    prelude = _Module("standalone", Path("<prelude>"), ast.parse(_PRELUDE))
+    for node in prelude.tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            prelude.defs[node.name] = node
+        elif isinstance(node, ast.ImportFrom):
+            prelude.imports[node.names[0].name] = (node.module or "", node.names[0].name)
+    cores = _module_for(target.module)
+    assert cores is not None
+    col.need(cores, target.function)
+    for name in ("Observe", "skip"):
+        col.need(prelude, name)
+    col.imports.setdefault("np", "import numpy as np")
+    names = [n for _m, n, _d in col.out]
+    if len(names) != len(set(names)):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise NoStandalone(f"{case_id}: inlined names collide: {dupes}")
+
+    env = run_env(cell)
+    args = [repr(a) for a in target.args] + [f"{k}={v!r}" for k, v in target.kwargs]
+    lines = [f"# Standalone reproducer for {_comment(case_id)}",
+             f"# cell {_comment(str(cell.get('cell', '?')))} ({_comment(str(cell.get('device', 'cpu')))}), exported by xla-seams `harness report`",
+             f"# install: {_comment(standalone_install_line(cell))}",
+             f"# run:     {_comment(shlex.join(['env', *[f'{k}={v}' for k, v in env.items()], 'python3', 'repro.py']) if env else 'python3 repro.py')}"]
+    if expectation:
+        lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
+    lines.append("# Exit 1 with the error while the bug is there, 0 once it is fixed, 125 if it cannot run here.")
+    if env:
+        lines += ["import os", ""]
+        lines += [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
+    lines += sorted(set(col.imports.values()), key=lambda s: (s.startswith("from"), s)) + [""]
+    for _m, _n, node in col.out:
+        lines += [ast.unparse(node), ""]
+    call = f"{target.function}({', '.join(args + ['observe=Observe()'])})"
+    lines += ['if __name__ == "__main__":', f"    {call}",
+              f"    print({'no failure: ' + case_id.rsplit('::', 1)[-1] + ' behaves as the suite expects'!r})", ""]
+    return "\n".join(lines)

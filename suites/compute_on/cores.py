@@ -1,0 +1,155 @@
+"""compute_on scenario cores: plain functions over their inputs, called by the tests and inlined
+by `harness report` into standalone reproducers (harness/report/standalone.py).
+
+A core may use jax, numpy, the compat shim (`jax_api.X`, resolved per cell when exported), the IR
+helpers, `pytest.skip` (a standalone script exits 125 instead) and the `observe` it is given; it
+raises AssertionError (or the upstream error) while the bug is there. `CORES` maps each test to
+its core; the test's parameter ids are the core's leading arguments.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from harness.incell.compat import jax_api, require
+from harness.incell.ir import frontend_attribute_values, has_frontend_attribute, lines_mentioning
+
+HOST_KEY = "_xla_compute_type"
+X = np.arange(8, dtype=np.float32) / 3.0
+
+
+def body(x):
+    return jax.lax.platform_dependent(x, cpu=lambda x: x + 1.0, default=lambda x: x + 2.0)
+
+
+def eager_vs_aot(order: str, observe) -> None:
+    """compute_on('device_host') eager vs f.lower(x).compile(): both keep the host placement."""
+    co = jax_api.compute_on()
+    f = co("device_host")(jax.jit(body)) if order == "compute_on_outside_jit" else jax.jit(co("device_host")(body))
+    x = jnp.asarray(X)
+    eager = f(x)
+    observe.close(eager, X + 1.0, rtol=0, atol=1e-6, name="eager")  # the host is a CPU: its branch adds 1
+
+    # AOT the way the user writes it: f.lower(x).compile(). Where the decorated function no longer
+    # offers .lower (0.6.0+: lower on a wrapped jit is disallowed), the supported spelling is
+    # jax.jit(f).lower(x); the old attribute must then be absent, not silently wrong.
+    if hasattr(f, "lower"):
+        lowered = f.lower(x)
+        observe.record(aot_path="f.lower")
+    else:
+        assert not hasattr(f, "lower")
+        lowered = jax.jit(f).lower(x)
+        observe.record(aot_path="jax.jit(f).lower")
+    lowered_text = lowered.as_text()
+    compiled = lowered.compile()
+    compiled_text = compiled.as_text()
+    aot = compiled(x)
+    observe.record(lowered_host_attr=frontend_attribute_values(lowered_text, HOST_KEY),
+                   compiled_host_attr=frontend_attribute_values(compiled_text, HOST_KEY),
+                   stablehlo=lowered_text[:6000])
+    if not has_frontend_attribute(lowered_text, HOST_KEY, "host"):
+        observe.record(observed_ir=lines_mentioning(lowered_text, "stablehlo.", limit=8))
+    assert has_frontend_attribute(lowered_text, HOST_KEY, "host"), \
+        f"AOT ({observe['aot_path']}) lowered without {HOST_KEY} = \"host\": the host placement was dropped"
+    assert has_frontend_attribute(compiled_text, HOST_KEY, "host"), \
+        f"compiled module lost {HOST_KEY}=\"host\""
+    observe.close(aot, eager, rtol=0, atol=0, name="aot_vs_eager")
+
+
+def output_in_pinned_host_memory(observe) -> None:
+    """An output placed in pinned_host memory arrives there with the right values."""
+    dev = jax.devices()[0]
+    kinds = sorted(m.kind for m in dev.addressable_memories())
+    observe.record(memory_kinds=kinds)
+    if "pinned_host" not in kinds:
+        pytest.skip(f"device {dev.platform} exposes no pinned_host memory (has {kinds})")
+    s = jax.sharding.SingleDeviceSharding(dev, memory_kind="pinned_host")
+    out = jax.jit(lambda x: x * 3.0, out_shardings=s)(jnp.asarray(X))
+    observe.record(out_memory_kind=out.sharding.memory_kind)
+    assert out.sharding.memory_kind == "pinned_host"
+    observe.close(out, X * 3.0, rtol=0, atol=1e-6)
+
+
+def host_multiply_next_to_a_device_multiply(order: str, observe) -> None:
+    """The host computes x * 2, the caller multiplies its result by 2 on the device: the compiled
+    module must still hold the host computation."""
+    co = jax_api.compute_on()
+    body = lambda x: x * 2  # noqa: E731
+    host = co("device_host")(jax.jit(body)) if order == "compute_on_outside_jit" else jax.jit(co("device_host")(body))
+    f = jax.jit(lambda x: host(x) * 2 + 1)
+    x_host = np.arange(4, dtype=np.float32)
+    x = jnp.asarray(x_host)
+    observe.close(f(x), x_host * 4 + 1, rtol=0, atol=0, name="eager")
+    lowered = jax.jit(f).lower(x)
+    lowered_text, compiled_text = lowered.as_text(), lowered.compile().as_text()
+    observe.record(lowered_host_attr=frontend_attribute_values(lowered_text, HOST_KEY)[:8],
+                   compiled_host_attr=frontend_attribute_values(compiled_text, HOST_KEY)[:8])
+    assert has_frontend_attribute(lowered_text, HOST_KEY, "host"), "lowered without the host placement"
+    assert has_frontend_attribute(compiled_text, HOST_KEY, "host"), \
+        f"the compiled module lost {HOST_KEY}=\"host\": the host multiply was merged into the device's"
+
+
+def nesting_different_compute_types_is_refused(observe) -> None:
+    """Upstream test_nested_compute_error: `device` inside `device_host` is a clear NotImplementedError."""
+    co = jax_api.compute_on()
+    inner = co("device")(jax.jit(lambda x: x * 2))
+    outer = co("device_host")(jax.jit(lambda x: inner(x)))
+    try:
+        jax.jit(lambda x: outer(x))(jnp.arange(8))
+    except NotImplementedError as exc:  # what pytest.raises(NotImplementedError, match=...) checked
+        assert re.search("Nesting `compute_on` with different compute types", str(exc)), str(exc)
+    else:
+        raise AssertionError("DID NOT RAISE <class 'NotImplementedError'>")
+    observe.record(refused=True)
+
+
+def exported_host_function_keeps_the_placement(observe) -> None:
+    """jax.export of a jit(compute_on(host)) function keeps the host placement and the value."""
+    export = jax_api.export_module()
+    co = jax_api.compute_on()
+
+    @jax.jit
+    @co("device_host")
+    def f(x):
+        return jax.lax.platform_dependent(x, cpu=lambda x: x + np.float32(1.0), default=lambda x: x + np.float32(2.0))
+
+    x = np.float32(0.0)
+    exp = export.export(f, platforms=("cpu",))(x)
+    text = exp.mlir_module()
+    observe.record(exported_host_attr=has_frontend_attribute(text, HOST_KEY, "host"))
+    assert has_frontend_attribute(text, HOST_KEY, "host"), "the exported module lost the host placement"
+    observe.close(exp.call(x), np.float32(1.0), rtol=0, atol=0)
+
+
+def serialized_host_function_keeps_the_placement(observe) -> None:
+    """The same export serialized and read back keeps the placement and the value (needs flatbuffers)."""
+    export = jax_api.export_module()
+    require("flatbuffers")
+    co = jax_api.compute_on()
+
+    @jax.jit
+    @co("device_host")
+    def f(x):
+        return x + np.float32(1.0)
+
+    x = np.float32(0.0)
+    back = export.deserialize(export.export(f, platforms=("cpu",))(x).serialize())
+    assert has_frontend_attribute(back.mlir_module(), HOST_KEY, "host"), "deserialized module lost the host placement"
+    observe.close(back.call(x), np.float32(1.0), rtol=0, atol=0, name="deserialized")
+
+
+CORES = {
+    "test_eager_vs_aot.py::test_eager_vs_aot": eager_vs_aot,
+    "test_eager_vs_aot.py::test_output_in_pinned_host_memory": output_in_pinned_host_memory,
+    "test_properties.py::test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement":
+        host_multiply_next_to_a_device_multiply,
+    "test_upstream_parity.py::test_nesting_different_compute_types_is_refused": nesting_different_compute_types_is_refused,
+    "test_upstream_parity.py::test_exported_host_function_keeps_the_placement": exported_host_function_keeps_the_placement,
+    "test_upstream_parity.py::test_serialized_host_function_keeps_the_placement":
+        serialized_host_function_keeps_the_placement,
+}

@@ -1,0 +1,88 @@
+"""`harness bisect --script FILE.py`: an exported reproducer as the probe (no real cell: the probe's
+env is this interpreter, so only the wiring is under test; real cells are in test_standalone_fidelity)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.bisect import probe as probe_mod
+from harness.bisect.probe import Prober, _package_import_error, script_file
+from harness.bisect.report import render
+from harness.bisect.search import BAD, GOOD, SKIP
+from harness.build.cell import Cell
+from harness.build.envs import Env
+
+
+@pytest.fixture
+def prober(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAMS_BISECT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(probe_mod, "ensure_env", lambda cell: Env(Path(sys.prefix), Path(sys.executable), {}, True, 0.0))
+
+    def make(body: str, package: str = "jax") -> Prober:
+        script = tmp_path / "repro_case.py"
+        script.write_text(body)
+        base = Cell(name="probe", device="cpu", pins={"jax": "0.6.0"})
+        return Prober(base, package, None, "fail", {}, tmp_path / "probes", script=[str(script)])
+    return make
+
+
+@pytest.mark.parametrize("body, answer", [
+    ("print('no failure')\n", GOOD),
+    ("raise AssertionError('AOT lowered without the host placement')\n", BAD),
+    ("raise SystemExit(125)\n", SKIP),
+    ("import jax.experimental.nonexistent_api\n", SKIP),                 # the bisected package lacks it
+    ("from jax import not_there\n", SKIP),
+    ("import absl_not_installed_anywhere\n", BAD),                       # another package: the finding
+])
+def test_exit_status_and_import_errors_map_to_answers(prober, body, answer):
+    if "jax" in body:  # make the package's own import error without installing jax here
+        body = "raise ModuleNotFoundError(\"No module named 'jax.experimental.nonexistent_api'\")\n" if "nonexistent" in body \
+            else "raise ImportError(\"cannot import name 'not_there' from 'jax' (/x/jax/__init__.py)\")\n"
+    ans = prober(body).probe("0.6.0")
+    assert ans.answer == answer, ans
+    if answer == SKIP and "raise SystemExit" not in body:
+        assert ans.reason.startswith("api absent:") and ans.api_absent
+
+
+def test_the_script_runs_isolated_from_this_checkout(prober, tmp_path):
+    # (this interpreter has the project installed editable; a cell env does not: only the path is checked)
+    repo = str(Path(__file__).resolve().parent.parent)
+    body = ("import sys, os\nassert not [p for p in sys.path if p.startswith(%r) or p in ('', '.')], sys.path\n"
+            "assert not os.getcwd().startswith(%r)\nprint('isolated')\n" % (repo, repo))
+    ans = prober(body).probe("0.6.0")
+    assert ans.answer == GOOD, ans.message
+
+
+def test_an_edited_script_is_probed_again(prober):
+    p = prober("print('ok')\n")
+    assert p.probe("0.6.0").answer == GOOD
+    p2 = prober("raise AssertionError('bug')\n")
+    assert p2.probe("0.6.0").answer == BAD and not p2.answers["0.6.0"].cached
+
+
+def test_script_file_only_for_one_existing_py(tmp_path):
+    f = tmp_path / "r.py"
+    f.write_text("")
+    assert script_file([str(f)]) == f.resolve()
+    assert script_file(["python", str(f)]) is None
+    assert script_file([str(tmp_path / "missing.py")]) is None
+
+
+def test_import_error_of_other_modules_is_not_an_absence():
+    assert _package_import_error("ModuleNotFoundError: No module named 'flax'", "torch-xla") is None
+    assert _package_import_error("ModuleNotFoundError: No module named 'torch_xla.core'", "torch-xla")
+    assert _package_import_error("AssertionError: x", "jax") is None
+
+
+def test_the_report_embeds_the_script():
+    text = "print('x')\n# ```` fences inside\n"
+    summary = {"target": "repro.py", "conclusion": "first bad: jax 0.6.0", "order": [], "probes_run": 2, "cached": 0,
+               "n_between": 3, "wall_s": 1.0, "command": "python -m harness bisect ...", "script": ["/tmp/x/repro.py"],
+               "script_text": text}
+    md = render(summary, [], None, markdown=True)
+    assert "<details><summary>repro.py</summary>" in md and "`````python" in md and text.strip() in md
+    assert "/tmp/x" not in md
+    assert "print('x')" in render(summary, [], None, markdown=False)

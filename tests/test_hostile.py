@@ -1,0 +1,75 @@
+"""Hostile tests: modules under tests/drills that attack the harness running them, each run through
+the real runner (host interpreter as the env: tests/host_cell.py). Whatever they do, every finished
+result is kept, the damage is named, and nothing they started outlives the cell."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.build.matrix import load_matrix
+from harness.build.startup_env import STARTUP_VARS
+from harness.errors import UserError
+from harness.judge.results import read_results
+from harness.run.cellrun import run_cell
+from tests.host_cell import CELL, host_env
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _run(tmp_path: Path, drill: str, *extra: str, **kw):
+    out = tmp_path / "results" / "host-cpu.jsonl"
+    run = run_cell(CELL, out, [f"tests/drills/{drill}", *extra], env_provider=host_env, **kw)
+    return run, read_results(out)
+
+
+def test_setsid_children_and_double_forked_daemons_are_killed_at_cell_end_and_reported(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("SEAMS_DRILL_PIDS", str(pids))
+    run, res = _run(tmp_path, "test_daemons.py")
+    left = [int(p) for p in pids.read_text().split()]
+    assert len(left) == 2
+    deadline = time.monotonic() + 2
+    while any(_alive(p) for p in left) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in left if _alive(p)], "a process a test left outlived the cell"
+    assert run.status == res.status == "complete"
+    assert all(c.raw == "pass" for c in res.cases.values()) and len(res.cases) == 3
+    assert "a test left 2 processes running" in res.reason, res.reason
+    assert len(run.left_processes) == 2
+
+
+def test_no_start_up_variable_of_the_callers_environment_reaches_the_cell_and_each_is_named(tmp_path, monkeypatch):
+    junk = {name: "/nonexistent/seams-junk" for name in STARTUP_VARS}  # PYTHONHOME alone would stop Python
+    junk.update(PYTEST_ADDOPTS="-k matches_nothing", PYTEST_PLUGINS="no_such_plugin_module", PYTHONOPTIMIZE="2",
+                PYTHONWARNINGS="error", LD_PRELOAD="/nonexistent/libjunk.so")
+    for name, value in junk.items():
+        monkeypatch.setenv(name, value)
+    run, res = _run(tmp_path, "test_tiny.py")
+    assert run.status == res.status == "complete", res.reason
+    assert sorted(c.raw for c in res.cases.values()) == ["pass"] * 3
+    named = res.reason.split("not passed from the caller's environment: ")[1].split(", ")
+    assert sorted(named) == sorted(STARTUP_VARS)
+
+
+@pytest.mark.parametrize("name", sorted(STARTUP_VARS))
+def test_a_matrix_may_not_set_a_start_up_variable_in_a_cells_env(tmp_path, name):
+    m = tmp_path / "m.yaml"
+    m.write_text(f"include:\n  - name: x-cpu\n    pins: {{jax: 0.6.0}}\n    env: {{{name}: '1'}}\n")
+    with pytest.raises(UserError, match=f"m.yaml:4: .*{name} changes which code"):
+        load_matrix(m)
+
+
+def test_a_narrowed_run_says_how_many_cases_it_selected_never_a_plain_complete(tmp_path):
+    run, res = _run(tmp_path, "test_tiny.py", "-k", "one or two")
+    assert run.status == "complete"
+    assert res.reason.startswith("2 of 3 cases selected by -k 'one or two'; tests/drills/test_tiny.py"), res.reason

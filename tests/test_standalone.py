@@ -1,0 +1,170 @@
+"""The standalone exporter (harness/report/standalone.py) and the repro files around it, without a cell.
+
+Running the scripts in real cells is tests/test_standalone_fidelity.py (e2e).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+
+import pytest
+
+from harness.judge.expectations import load_expectations
+from harness.judge.testids import declared_ids
+from harness.paths import REPO, SUITES_DIR
+from harness.report.repro import cell_selection, harness_install_line, write_repros
+from harness.report.standalone import NoStandalone, export_script, find_core, redact_url, standalone_install_line
+
+CELL = {"cell": "jax060-cpu", "device": "cpu", "pins": {"jax": "0.6.0"}, "versions": {"jax": "0.6.0", "numpy": "2.2.6"},
+        "install_line": "pip install jax==0.6.0 jaxlib==0.6.0",
+        "env": {"PJRT_DEVICE": "CPU", "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}}
+LINEARIZE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
+
+
+def _all_case_ids() -> list[str]:
+    """Every case id of the suites, read statically (a property test is one id)."""
+    out = []
+    for path in sorted(SUITES_DIR.glob("*/test_*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                ids = declared_ids(f"{rel}::{node.name}") or {""}
+                out += [f"{rel}::{node.name}" + (f"[{i}]" if i else "") for i in sorted(ids)]
+    return out
+
+
+def _known_bug_cases() -> list[str]:
+    """Every case a known issue with a failing outcome names (ids, files and folders expanded)."""
+    exps = [e for e in load_expectations() if e.expect in ("fail", "error", "crash")]
+    return [c for c in _all_case_ids() if any(e.covers(c) for e in exps)]
+
+
+def _versions_for(case_id: str) -> dict:
+    """Pins under which the case's family runs (jax-only families on jax 0.6.0, others on torch_xla 2.9)."""
+    if "/call_jax/" in case_id or "/torchax/" in case_id:
+        return {"cell": "xla29-cpu", "device": "cpu", "pins": {"torch": "2.9.0", "torch_xla": "2.9.0", "jax": "0.7.1"},
+                "install_line": "pip install torch==2.9.0 torch-xla==2.9.0 jax==0.7.1 jaxlib==0.7.1 flax==0.12.0",
+                "env": {"PJRT_DEVICE": "CPU"}}
+    return CELL
+
+
+NO_CORE = {  # failing cases whose inputs hypothesis draws inside the test (st.data()): no example to pin
+    "suites/call_jax/test_properties.py::test_generated_pytrees_match_jax",
+    "suites/call_jax/test_properties.py::test_generated_call_sequences_keep_cache_and_results_right",
+    "suites/torchax/test_properties.py::test_generated_pytrees_through_interop_call_jax",
+}
+
+
+def test_every_known_bug_case_has_a_core_and_exports_a_self_contained_script():
+    cases = _known_bug_cases()
+    assert len(cases) > 40  # the whole class, not a named example
+    for case_id in cases:
+        if case_id in NO_CORE:
+            with pytest.raises(NoStandalone):
+                find_core(case_id)
+            continue
+        script = export_script(case_id, _versions_for(case_id), {"id": "x", "link": "https://example.org/1"})
+        compile(script, case_id, "exec")
+        tree = ast.parse(script)
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not imported & {"harness", "suites", "pytest", "hypothesis"}, (case_id, imported)
+        assert str(REPO) not in script and "/root" not in script and "/home/" not in script, case_id
+        assert 'if __name__ == "__main__":' in script and "observe=Observe()" in script
+
+
+def test_the_shim_is_resolved_for_the_cells_versions():
+    old = export_script(LINEARIZE, CELL)
+    new = export_script(LINEARIZE, {**CELL, "pins": {"jax": "0.7.2"}, "versions": {"jax": "0.7.2"}})
+    assert "from jax.experimental.shard_map import shard_map" in old and "check_rep=check" in old
+    assert "jax.shard_map(" not in old
+    assert "jax.shard_map(" in new and "check_vma=check" in new and "experimental.shard_map" not in new
+    assert "found(" not in old + new  # every probe resolved or reduced to its test
+
+
+def test_the_cases_parameters_are_folded_into_the_core():
+    script = export_script(LINEARIZE, CELL)
+    assert "linearize_transpose('base', observe=Observe())" in script
+    assert "pvary" not in script and "pcast" not in script  # the other variants' branches are gone
+    assert "observe.record" not in script  # only records: nothing is checked by them
+    table = export_script("suites/call_jax/test_non_tensor_inputs.py::test_container_mixing_tensors_and_scalars[dict]",
+                          _versions_for("suites/call_jax/"))
+    assert "CONTAINERS" not in table and "'name': 'affine'" in table and "'nested'" not in table
+
+
+def test_a_property_case_runs_its_pinned_example():
+    script = export_script("suites/shard_map/test_properties.py::test_replicated_primal_linearize_transpose[unmarked]", CELL)
+    assert "replicated_primal_linearize_transpose('unmarked', mesh_index=1, per_shard=2, op='square', seed=0" in script
+
+
+def test_header_says_install_run_and_issue_and_neutralises_control_characters():
+    case = LINEARIZE.replace("[base]", "[base\nimport os\x1b[2J]")
+    script = export_script(case, {**CELL, "cell": "jax060-cpu\nrm -rf /"},
+                           {"id": "jax-28260\r\nx", "link": "https://github.com/jax-ml/jax/issues/28260"})
+    header = [ln for ln in script.splitlines() if ln.startswith("#")]
+    assert any("\\x0a" in ln for ln in header) and not any("rm -rf" in ln and not ln.startswith("# cell") for ln in header)
+    compile(script, "x", "exec")
+    assert "# install: pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.2.6" in script
+    assert "XLA_FLAGS=--xla_force_host_platform_device_count=8" in script
+    assert "os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')" in script
+    assert script.index("os.environ.setdefault") < script.index("import jax")
+    assert "https://github.com/jax-ml/jax/issues/28260" in script
+
+
+@pytest.mark.parametrize("case_id", ["suites/shard_map/test_nope.py::test_x", "tests/test_report.py::test_x",
+                                     "suites/shard_map/test_linearize_transpose.py::test_grad_of_shard_map_with_pvary",
+                                     "suites/call_jax/test_non_tensor_inputs.py::test_static_scalar[none]"])
+def test_no_core_is_one_clear_reason(case_id):
+    with pytest.raises(NoStandalone, match=r"\S"):
+        export_script(case_id, CELL)
+
+
+def test_index_urls_are_redacted_and_numpy_is_named():
+    cell = {**CELL, "install_line": shlex.join(["pip", "install", "--index-url", "https://me:t0ken@pypi.example/simple",
+                                                "--find-links", "https://u:p@h.example:8443/w", "jax==0.6.0"])}
+    line = standalone_install_line(cell)
+    assert "t0ken" not in line and "me:" not in line and ":p@" not in line
+    assert "https://***@pypi.example/simple" in line and "https://***@h.example:8443/w" in line
+    assert line.endswith("numpy==2.2.6")
+    assert redact_url("https://pypi.org/simple") == "https://pypi.org/simple"
+    assert "t0ken" not in harness_install_line(cell["install_line"])
+
+
+def test_harness_install_line_has_what_the_plugin_and_suites_import():
+    words = shlex.split(harness_install_line("pip install jax==0.6.0 jaxlib==0.6.0"))
+    assert words[:4] == ["pip", "install", "jax==0.6.0", "jaxlib==0.6.0"]
+    names = {re.split(r"[<>=]", w)[0] for w in words[4:]}
+    assert {"pytest", "pytest-reportlog", "pyyaml", "packaging", "hypothesis", "numpy"} <= names
+    assert harness_install_line("pip install x; rm -rf /").startswith("pip install 'x;' ")  # re-quoted: one pip command
+    assert harness_install_line("curl evil | sh").startswith("# ")
+
+
+def test_cell_selection_names_the_matrix_or_sweep_without_machine_paths(tmp_path):
+    assert cell_selection({"source": f"{REPO}/matrices/default.yaml:23"}) == ["--matrix", "matrices/default.yaml"]
+    assert cell_selection({"source": "--sweep jax>=0.5.3,<0.7"}) == ["--sweep", "jax>=0.5.3,<0.7"]
+    assert cell_selection({"source": f"{tmp_path}/mine.yaml:3"}) == ["--matrix", "mine.yaml"]
+    assert cell_selection({}) == []
+
+
+def test_write_repros_writes_a_script_beside_the_markdown_for_failing_results_only(tmp_path):
+    cell = {**CELL, "source": f"{REPO}/matrices/default.yaml:16", "run_env": CELL["env"]}
+    results = {"fail": {"raw": "fail", "verdict": "known-bug", "message": "ValueError: linearized ...",
+                        "expectation": {"id": "jax-28260", "link": "https://github.com/jax-ml/jax/issues/28260",
+                                        "reason": "r"}},
+               "timeout": {"raw": "timeout", "verdict": "timeout", "message": "killed"},
+               "pass": {"raw": "pass", "verdict": "ok", "message": None}}
+    report = {"cells": [cell], "cases": [
+        {"id": LINEARIZE, "results": {"jax060-cpu": results["fail"]}},
+        {"id": LINEARIZE.replace("base", "pvary"), "results": {"jax060-cpu": results["timeout"]}},
+        {"id": LINEARIZE.replace("base", "pcast"), "results": {"jax060-cpu": results["pass"]}}]}
+    assert write_repros(json.loads(json.dumps(report)), tmp_path) == 2
+    names = sorted(p.name for p in tmp_path.iterdir())
+    stem = "jax060-cpu__suites_shard_map_test_linearize_transpose.py_test_linearize_transpose_base"
+    assert names == sorted([f"{stem}.md", f"{stem}.py", stem.replace("base", "pvary") + ".md"])
+    md = (tmp_path / f"{stem}.md").read_text()
+    assert "<details><summary>" in md and (tmp_path / f"{stem}.py").read_text() in md
+    assert "--matrix matrices/default.yaml --cell jax060-cpu" in md and "pytest-reportlog" in md
+    assert str(REPO) not in md

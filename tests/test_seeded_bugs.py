@@ -147,3 +147,18 @@ def test_dropped_none_outputs_are_caught_by_the_structure_cases_only(tmp_path):
         assert seeded.cases[i].raw == "fail" and "output structure" in (seeded.cases[i].message or ""), seeded.cases[i]
     assert "None" in seeded.cases[NONE_IN_DICT].message, "the message shows the None JAX returned"
     assert seeded.cases[OUTPUT_PYTREE].raw == "pass", "no None in its outputs: blind to the seed"
+
+
+TIGHT_SIN = "suites/shard_map/test_tight_numerics.py::test_sharded_op_and_psum_are_within_their_bounds[sin]"
+TIGHT_MUL = "suites/shard_map/test_tight_numerics.py::test_sharded_op_and_psum_are_within_their_bounds[mul]"
+LINEARIZE_PROPERTY = "suites/shard_map/test_properties.py::test_linearize_and_jvp_match_the_unsharded_derivative"
+
+
+def test_a_primal_off_by_80_ulps_is_caught_by_the_ulp_bounds_not_by_rtol_2e_5(tmp_path):
+    ids = [TIGHT_SIN, TIGHT_MUL, LINEARIZE_PROPERTY]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "shard_map_outputs_off_by_80_ulps", ids)
+    for i in (TIGHT_SIN, TIGHT_MUL):
+        assert seeded.cases[i].raw == "fail" and "ulps from the float64 reference" in (seeded.cases[i].message or ""), seeded.cases[i]
+    assert seeded.cases[LINEARIZE_PROPERTY].raw == "pass", "its primal check at rtol 2e-5 is blind to 80 ulps"

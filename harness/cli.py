@@ -257,6 +257,9 @@ def _check_run_options(args: argparse.Namespace) -> None:
                         f"{' '.join(args.pytest_args)!r}; drop them or drop --build-only")
     _env_option(args, "timeout", "SEAMS_TIMEOUT")
     _env_option(args, "jobs", "SEAMS_JOBS")
+    from harness.run.backend import backend_timeout
+
+    backend_timeout()  # a malformed SEAMS_BACKEND_TIMEOUT_S is one line before any env is built
     if args.xdist is None:
         raw = os.environ.get("SEAMS_XDIST", "").strip()
         try:

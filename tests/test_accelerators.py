@@ -404,3 +404,70 @@ def test_an_env_with_its_runtime_reports_the_runtimes_version(tmp_path):
     assert got == {"libtpu": "0.0.13", "jax": "0.6.0"}
     # the same env is fine for a cpu cell: no runtime is asked of it
     assert verify(python, Cell(name="t-cpu", device="cpu", pins={"jax": "0.6.0"})) == {"jax": "0.6.0"}
+
+
+def test_a_bad_backend_deadline_stops_the_run_before_any_env_is_built(tmp_path):
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", str(MATRICES_DIR / "accelerators.yaml"),
+                           "--cell", "jax060-tpu", "--out", str(tmp_path)],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SEAMS_BACKEND_TIMEOUT_S": "soon", "SEAMS_ENVS_DIR": str(tmp_path / "envs")})
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: SEAMS_BACKEND_TIMEOUT_S='soon': must be a positive whole number of seconds")
+    assert not (tmp_path / "envs").exists()
+
+
+@pytest.mark.parametrize("device,want", [("gpu", "cuda,cpu"), ("tpu", "tpu,cpu"), ("cpu", None)])
+def test_an_accelerator_cell_never_falls_back_to_the_host_quietly(device, want):
+    cell = Cell(name=f"c-{device}", device=device, pins={"jax": "0.6.0"})
+    assert cell.run_env().get("JAX_PLATFORMS") == want
+    mine = Cell(name=f"m-{device}", device=device, pins={"jax": "0.6.0"}, env={"JAX_PLATFORMS": "cuda"})
+    assert mine.run_env()["JAX_PLATFORMS"] == "cuda", "a cell's own env wins"
+
+
+@pytest.mark.parametrize("xdist,chips,want", [(0, 1, 0), (2, 1, 1), (4, 8, 4), (8, 8, 8), (2, 0, 2)])
+def test_an_accelerator_cell_never_gets_more_xdist_workers_than_its_backend_has_chips(xdist, chips, want):
+    from harness.run.backend import workers_for_chips
+
+    assert workers_for_chips(xdist, chips) == want
+
+
+def test_every_fault_point_of_the_backend_probe_ends_in_one_line_or_an_answer(tmp_path):
+    """SQLite's method on the probe: count its fault points, then fail each one in turn."""
+    from harness import faults
+
+    python = _fake_python(tmp_path, "ok")
+    faults.arm("count")
+    try:
+        probe(python, TPU, {}, 20)
+        counts = {op: n for op, n in faults.counts().items() if op != "any"}
+        assert counts.get("spawn") == 1 and counts.get("open") == 1 and counts.get("kill"), counts
+        for op, total in sorted(counts.items()):
+            for n in range(1, total + 1):
+                faults.arm(f"{op}:{n}")
+                try:
+                    got = probe(python, TPU, {}, 20)
+                except BackendDown as exc:
+                    assert op in ("open", "spawn"), f"{op}:{n}: {exc.reason}"
+                    assert exc.reason.startswith("tpu backend not probed: could not start the probe: ")
+                    assert "injected by SEAMS_FAULT" in exc.reason and "\n" not in exc.reason
+                else:
+                    assert op == "kill" and got.count == 2, f"{op}:{n}: a refused kill is tried again"
+                assert faults.fired(), f"{op}:{n} never fired"
+    finally:
+        faults.arm(None)
+
+
+def test_the_callers_start_up_variables_stay_out_of_the_probe(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the probe's Python starting
+    got = probe(_fake_python(tmp_path, "ok"), TPU, {}, 20)
+    assert got.count == 2
+
+
+def test_the_env_check_sees_the_env_not_the_callers_start_up_variables(tmp_path, monkeypatch):
+    from harness.build.envs import verify
+
+    python = _fake_site_python(tmp_path, JAX)
+    monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the check's Python starting
+    assert verify(python, Cell(name="c-cpu", device="cpu", pins={"jax": "0.6.0"})) == {"jax": "0.6.0"}

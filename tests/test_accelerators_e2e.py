@@ -63,7 +63,8 @@ def test_build_only_an_accelerator_recipe_that_does_not_resolve_is_an_env_error_
 
 @pytest.mark.parametrize("cell_env,want", [
     # libtpu finds no chip, asks the GCE metadata server, and retries it: the deadline ends it
-    ("", "tpu backend did not start: no answer within 20 s (stuck in "),
+    # (off GCE, as here; on a GCE machine without a TPU the server may answer and libtpu fail sooner)
+    ("", "tpu backend did not start: "),
     # told it is not on GCE, libtpu fails at once with its own reason
     ("    env: {TPU_SKIP_MDS_QUERY: '1'}\n", "tpu backend did not start: "),
 ])
@@ -78,8 +79,8 @@ def test_a_claimed_tpu_whose_runtime_cannot_start_is_one_env_error_line_within_t
     end = _records(tmp_path / "o", "drill-tpu")[-1]
     assert end["status"] == "env-error" and end["reason"].startswith(want), end["reason"]
     assert "\n" not in end["reason"]
-    if not cell_env:
-        assert "initialize_pjrt_plugin" in end["reason"]
+    if "no answer within" in end["reason"]:  # hung: the reason says where
+        assert not cell_env and "no answer within 20 s (stuck in initialize_pjrt_plugin" in end["reason"]
     else:
         assert "no answer" not in end["reason"] and len(end["reason"]) > len(want)
     assert took < 20 + _GRACE_S + 30, f"took {took:.0f} s"  # deadline, grace, harness start and env reuse

@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from harness.build.devices import PJRT, device_extra
+from harness.build.devices import JAX_PLATFORMS, PJRT, device_extra
 
 PYTHON = "3.11"
 # What the harness plugin needs inside every cell, besides the pins.
@@ -59,6 +59,8 @@ class Cell:
     def run_env(self) -> dict[str, str]:
         """Environment variables the cell's processes run under."""
         env = {"PJRT_DEVICE": PJRT[self.device]}
+        if self.device in JAX_PLATFORMS:  # never a silent fallback to the host (harness.build.devices)
+            env["JAX_PLATFORMS"] = JAX_PLATFORMS[self.device]
         env.update(self.env)
         return env
 

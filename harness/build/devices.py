@@ -42,6 +42,10 @@ RUNTIME_PACKAGES = {
 RUNNERS = {"cpu": "ubuntu-latest", "gpu": ["self-hosted", "gpu"], "tpu": ["self-hosted", "tpu"]}
 # PJRT_DEVICE selects torch_xla's backend; JAX picks its platform itself.
 PJRT = {"cpu": "CPU", "gpu": "CUDA", "tpu": "TPU"}
+# JAX left to pick its platform falls back to the CPU, quietly, when the accelerator's backend fails
+# to start: a gpu cell (or one xdist worker of it) would then pass its tests on the host. Naming the
+# platform makes that failure an error; cpu stays listed for the cases that ask for the host.
+JAX_PLATFORMS = {"gpu": "cuda,cpu", "tpu": "tpu,cpu"}
 
 
 def available(device: str) -> tuple[bool, str]:

@@ -31,6 +31,7 @@ from filelock import FileLock
 from harness import lifeline
 from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
 from harness.build.devices import runtime_packages
+from harness.build.startup_env import drop_startup_vars
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -134,7 +135,8 @@ def verify(python: Path, cell: Cell, installed_from: dict[str, Path] | None = No
     from packaging.version import Version
 
     installed_from = installed_from or {}
-    env = {**os.environ, **cell.run_env()}
+    # What the env holds, not what the caller's PYTHONPATH, PYTHONHOME or LD_PRELOAD would bring in.
+    env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env()}
     # The device's runtime (libtpu, jax's CUDA plugin) is checked too: installed and importable, any
     # version (the recipe's extra chose it). Importing it starts no device, so this holds anywhere.
     runtime = runtime_packages(cell.device, list(cell.pins))

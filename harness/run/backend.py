@@ -18,11 +18,13 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import lifeline
+from harness import faults, lifeline
 from harness.build.cell import Cell
+from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.incell.resultsfile import signal_name
 
@@ -120,6 +122,12 @@ def needs_probe(cell: Cell) -> bool:
     return cell.device != "cpu"
 
 
+def workers_for_chips(xdist: int, chips: int) -> int:
+    """xdist workers for an accelerator cell, one chip each: never more than the devices the backend
+    showed (the chip policy numbers chips 0..N-1; a worker past the last one would see no device)."""
+    return min(xdist, chips) if xdist and chips > 0 else xdist
+
+
 def _framework(cell: Cell) -> str:
     pins = {k.replace("_", "-") for k in cell.pins}
     return "jax" if "jax" in pins or "torch-xla" not in pins else "torch_xla"
@@ -127,17 +135,30 @@ def _framework(cell: Cell) -> str:
 
 def probe(python: Path, cell: Cell, env: dict[str, str], timeout_s: int | None = None) -> Backend:
     """Start the cell's device runtime in a throwaway process; BackendDown (one line) if it fails."""
-    import time
-
     deadline = backend_timeout(timeout_s)
     argv = [str(python), "-c", _PROBE, cell.device, _framework(cell), str(deadline)]
-    child_env = {**os.environ, **cell.run_env(), **env, "PYTHONUNBUFFERED": "1"}
+    # The caller's start-up variables (LD_PRELOAD, PYTHONSTARTUP ...) stay out, as for the cell's pytest.
+    child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **env, "PYTHONUNBUFFERED": "1"}
     child_env.pop("VIRTUAL_ENV", None)
     child_env.pop("PYTHONPATH", None)
+    # Starting the client is the question, not its memory: without this jax's GPU client reserves
+    # 75% of the GPU's memory as it starts (released when the probe exits).
+    child_env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
     start = time.monotonic()
+    try:
+        return _probe(argv, cell, child_env, deadline, start)
+    except OSError as exc:  # the machine refused the probe process or its output files (EAGAIN, EMFILE, ENOSPC)
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise BackendDown(f"{cell.device} backend not probed: could not start the probe: "
+                          f"{exc.strerror or exc}{where}") from None
+
+
+def _probe(argv: list[str], cell: Cell, child_env: dict[str, str], deadline: int, start: float) -> Backend:
     # Output goes to files, of which only the tails are read: a runtime that floods its log for the
     # whole deadline costs disk in a temporary file, not the harness's memory.
+    faults.point("open", "probe output")
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        faults.point("spawn", argv[0])
         proc = subprocess.Popen(lifeline.wrap(argv), stdout=out_f, stderr=err_f, env=child_env,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         lifeline.track(proc)

@@ -38,7 +38,7 @@ from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.safeio import refuse_special
 from harness.incell.resultsfile import Tail, file_tail, signal_name
-from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe
+from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
 from harness.run.stream import append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
@@ -345,6 +345,11 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
             return end("env-error", exc.reason)
         progress(cell.name, {"event": "env", "message": f"{cell.device} backend started in {started.seconds:.1f} s: "
                                                         f"{started.count} x {', '.join(started.kinds)}"})
+        workers = workers_for_chips(xdist, started.count)
+        if workers != xdist:
+            progress(cell.name, {"event": "env", "message": f"--xdist {xdist}, but the backend shows {started.count} "
+                                                            f"{cell.device} devices: {workers} workers, one chip each"})
+            xdist = workers
 
     faults.point("mkdir", log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)

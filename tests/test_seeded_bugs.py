@@ -162,3 +162,15 @@ def test_a_primal_off_by_80_ulps_is_caught_by_the_ulp_bounds_not_by_rtol_2e_5(tm
     for i in (TIGHT_SIN, TIGHT_MUL):
         assert seeded.cases[i].raw == "fail" and "ulps from the float64 reference" in (seeded.cases[i].message or ""), seeded.cases[i]
     assert seeded.cases[LINEARIZE_PROPERTY].raw == "pass", "its primal check at rtol 2e-5 is blind to 80 ulps"
+
+
+COMPLEX_TRANSPOSE = "suites/shard_map/test_complex.py::test_transpose_of_a_complex_scaling_is_not_conjugated[sharded]"
+
+
+def test_a_conjugating_transpose_is_caught_by_the_complex_case_only(tmp_path):
+    ids = [COMPLEX_TRANSPOSE, TRANSPOSE_PROPERTY]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "complex_transpose_conjugates", ids)
+    assert seeded.cases[COMPLEX_TRANSPOSE].raw == "fail" and "its bound" in (seeded.cases[COMPLEX_TRANSPOSE].message or "")
+    assert seeded.cases[TRANSPOSE_PROPERTY].raw == "pass", "real inputs cannot tell a transpose from its conjugate"

@@ -174,3 +174,16 @@ def test_a_conjugating_transpose_is_caught_by_the_complex_case_only(tmp_path):
     seeded = _run_ids(tmp_path, "jax0102-cpu", "complex_transpose_conjugates", ids)
     assert seeded.cases[COMPLEX_TRANSPOSE].raw == "fail" and "its bound" in (seeded.cases[COMPLEX_TRANSPOSE].message or "")
     assert seeded.cases[TRANSPOSE_PROPERTY].raw == "pass", "real inputs cannot tell a transpose from its conjugate"
+
+
+OFFSET_VIEW = "suites/torchax/test_layouts.py::test_round_trip_of_a_view_starting_inside_its_storage[tail_slice]"
+GENERATED_ROUND_TRIPS = "suites/torchax/test_properties.py::test_generated_round_trips_are_exact"
+
+
+def test_a_dropped_storage_offset_is_caught_by_the_offset_views_only(tmp_path):
+    ids = [OFFSET_VIEW, GENERATED_ROUND_TRIPS]
+    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
+    seeded = _run_ids(tmp_path, "xla29-cpu", "t2j_ignores_storage_offset", ids)
+    assert seeded.cases[OFFSET_VIEW].raw == "fail" and "to JAX" in (seeded.cases[OFFSET_VIEW].message or "")
+    assert seeded.cases[GENERATED_ROUND_TRIPS].raw == "pass", "its views all start at offset 0"

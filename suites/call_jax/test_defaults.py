@@ -17,7 +17,7 @@ import pytest
 from harness.incell.compat import torch_api
 from harness.incell.defaults import check_defaults
 from harness.incell.ir import count_entry_parameters
-from suites.call_jax.conftest import record_hlo
+from suites.call_jax.cores import record_hlo
 
 
 def test_jit_drops_unused_arguments_by_default(observe):

@@ -187,3 +187,19 @@ def test_a_dropped_storage_offset_is_caught_by_the_offset_views_only(tmp_path):
     seeded = _run_ids(tmp_path, "xla29-cpu", "t2j_ignores_storage_offset", ids)
     assert seeded.cases[OFFSET_VIEW].raw == "fail" and "to JAX" in (seeded.cases[OFFSET_VIEW].message or "")
     assert seeded.cases[GENERATED_ROUND_TRIPS].raw == "pass", "its views all start at offset 0"
+
+
+ROUND_TRIP_ATTRS = "suites/compute_on/test_serialization.py::test_serialized_export_keeps_op_attributes_shardings_and_values"
+ROUND_TRIP_MEMORY = "suites/compute_on/test_serialization.py::test_serialized_export_keeps_each_outputs_memory_kind"
+ROUND_TRIP_HOST = "suites/compute_on/test_upstream_parity.py::test_serialized_host_function_keeps_the_placement"
+
+
+def test_a_lossy_deserialize_is_caught_by_the_op_by_op_round_trip(tmp_path):
+    ids = [ROUND_TRIP_ATTRS, ROUND_TRIP_MEMORY, ROUND_TRIP_HOST]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "deserialize_drops_placements", ids)
+    attrs, memory = seeded.cases[ROUND_TRIP_ATTRS], seeded.cases[ROUND_TRIP_MEMORY]
+    assert attrs.raw == "fail" and "_xla_stream_annotation per op changed" in (attrs.message or ""), attrs
+    assert memory.raw == "fail" and "output memory kinds changed" in (memory.message or ""), memory
+    assert seeded.cases[ROUND_TRIP_HOST].raw == "pass", "the host attribute survives: the older case is blind"

@@ -131,3 +131,75 @@ def test_a_flipped_shard_map_default_fails_the_bare_call_and_is_api_drift(tmp_pa
     assert _drift(seeded, SM_NUMPY) == ["jax.shard_map(check_vma=True)"]
     assert seeded.cases[SM_NUMPY].observations["defaults"]["jax.shard_map"]["check_vma"] == "False"
     assert seeded.cases[ids[2]].raw == "pass", "the cases that pass the check explicitly are blind to it"
+
+
+STRUCTURE_PROPERTY = "suites/call_jax/test_structure.py::test_generated_output_trees_come_back_as_jax_returns_them"
+NONE_IN_DICT = "suites/call_jax/test_structure.py::test_output_structure[none_in_dict]"
+OUTPUT_PYTREE = "suites/call_jax/test_upstream_parity.py::test_output_pytree_comes_back_complete[dict]"
+
+
+def test_dropped_none_outputs_are_caught_by_the_structure_cases_only(tmp_path):
+    ids = [STRUCTURE_PROPERTY, NONE_IN_DICT, OUTPUT_PYTREE]
+    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "xla29-cpu", "call_jax_drops_none_outputs", ids)
+    for i in (STRUCTURE_PROPERTY, NONE_IN_DICT):
+        assert seeded.cases[i].raw == "fail" and "output structure" in (seeded.cases[i].message or ""), seeded.cases[i]
+    assert "None" in seeded.cases[NONE_IN_DICT].message, "the message shows the None JAX returned"
+    assert seeded.cases[OUTPUT_PYTREE].raw == "pass", "no None in its outputs: blind to the seed"
+
+
+TIGHT_SIN = "suites/shard_map/test_tight_numerics.py::test_sharded_op_and_psum_are_within_their_bounds[sin]"
+TIGHT_MUL = "suites/shard_map/test_tight_numerics.py::test_sharded_op_and_psum_are_within_their_bounds[mul]"
+LINEARIZE_PROPERTY = "suites/shard_map/test_properties.py::test_linearize_and_jvp_match_the_unsharded_derivative"
+
+
+def test_a_primal_off_by_80_ulps_is_caught_by_the_ulp_bounds_not_by_rtol_2e_5(tmp_path):
+    ids = [TIGHT_SIN, TIGHT_MUL, LINEARIZE_PROPERTY]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "shard_map_outputs_off_by_80_ulps", ids)
+    for i in (TIGHT_SIN, TIGHT_MUL):
+        assert seeded.cases[i].raw == "fail" and "ulps from the float64 reference" in (seeded.cases[i].message or ""), seeded.cases[i]
+    assert seeded.cases[LINEARIZE_PROPERTY].raw == "pass", "its primal check at rtol 2e-5 is blind to 80 ulps"
+
+
+COMPLEX_TRANSPOSE = "suites/shard_map/test_complex.py::test_transpose_of_a_complex_scaling_is_not_conjugated[sharded]"
+
+
+def test_a_conjugating_transpose_is_caught_by_the_complex_case_only(tmp_path):
+    ids = [COMPLEX_TRANSPOSE, TRANSPOSE_PROPERTY]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "complex_transpose_conjugates", ids)
+    assert seeded.cases[COMPLEX_TRANSPOSE].raw == "fail" and "its bound" in (seeded.cases[COMPLEX_TRANSPOSE].message or "")
+    assert seeded.cases[TRANSPOSE_PROPERTY].raw == "pass", "real inputs cannot tell a transpose from its conjugate"
+
+
+OFFSET_VIEW = "suites/torchax/test_layouts.py::test_round_trip_of_a_view_starting_inside_its_storage[tail_slice]"
+GENERATED_ROUND_TRIPS = "suites/torchax/test_properties.py::test_generated_round_trips_are_exact"
+
+
+def test_a_dropped_storage_offset_is_caught_by_the_offset_views_only(tmp_path):
+    ids = [OFFSET_VIEW, GENERATED_ROUND_TRIPS]
+    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
+    seeded = _run_ids(tmp_path, "xla29-cpu", "t2j_ignores_storage_offset", ids)
+    assert seeded.cases[OFFSET_VIEW].raw == "fail" and "to JAX" in (seeded.cases[OFFSET_VIEW].message or "")
+    assert seeded.cases[GENERATED_ROUND_TRIPS].raw == "pass", "its views all start at offset 0"
+
+
+ROUND_TRIP_ATTRS = "suites/compute_on/test_serialization.py::test_serialized_export_keeps_op_attributes_shardings_and_values"
+ROUND_TRIP_MEMORY = "suites/compute_on/test_serialization.py::test_serialized_export_keeps_each_outputs_memory_kind"
+ROUND_TRIP_HOST = "suites/compute_on/test_upstream_parity.py::test_serialized_host_function_keeps_the_placement"
+
+
+def test_a_lossy_deserialize_is_caught_by_the_op_by_op_round_trip(tmp_path):
+    ids = [ROUND_TRIP_ATTRS, ROUND_TRIP_MEMORY, ROUND_TRIP_HOST]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "deserialize_drops_placements", ids)
+    attrs, memory = seeded.cases[ROUND_TRIP_ATTRS], seeded.cases[ROUND_TRIP_MEMORY]
+    assert attrs.raw == "fail" and "_xla_stream_annotation per op changed" in (attrs.message or ""), attrs
+    assert memory.raw == "fail" and "output memory kinds changed" in (memory.message or ""), memory
+    assert seeded.cases[ROUND_TRIP_HOST].raw == "pass", "the host attribute survives: the older case is blind"

@@ -65,3 +65,37 @@ def stablehlo_ops_with_attribute(text: str, key: str) -> list[tuple[str, str | N
             values = frontend_attribute_values(line, key)
             out.append((m.group(1), values[0] if values else None))
     return out
+
+
+def main_signature_attribute(stablehlo_text: str, key: str) -> tuple[list[str | None], list[str | None]]:
+    """(per argument, per result) value of attribute `key` (`key = "v"`) on the public @main, None
+    where an argument or result does not carry it: e.g. each output's `mhlo.memory_kind`."""
+    m = re.search(r"func\.func public @main\((.*?)\)\s*->\s*\((.*?)\)\s*\{\s*$", stablehlo_text, re.S | re.M)
+    if m is None:
+        raise AssertionError("no public @main with results in the StableHLO text")
+
+    def per_item(text: str, start: str) -> list[str | None]:
+        items = re.split(start, text)[1:] if start else _split_top_level(text)
+        out = []
+        for item in items:
+            v = re.search(rf'\b{re.escape(key)}\s*=\s*"([^"]*)"', item)
+            out.append(v.group(1) if v else None)
+        return out
+
+    return per_item(m.group(1), r"%arg\d+\s*:"), per_item(m.group(2), "")
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Comma-separated items of a result list, ignoring commas inside <>, {}, [], ()."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "<{[(":
+            depth += 1
+        elif ch in ">}])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return items + ([cur] if cur.strip() else [])

@@ -43,6 +43,8 @@ def test_exit_status_and_import_errors_map_to_answers(prober, body, answer):
             else "raise ImportError(\"cannot import name 'not_there' from 'jax' (/x/jax/__init__.py)\")\n"
     ans = prober(body).probe("0.6.0")
     assert ans.answer == answer, ans
+    if answer == BAD:  # the probe table shows the exception, not "Traceback (most recent call last):"
+        assert ans.reason.startswith(("AssertionError: AOT lowered", "ModuleNotFoundError: No module named 'absl")), ans.reason
     if answer == SKIP and "raise SystemExit" not in body:
         assert ans.reason.startswith("api absent:") and ans.api_absent
 

@@ -150,6 +150,15 @@ def script_file(script: Sequence[str] | None) -> Path | None:
     return None
 
 
+def _error_line(output: str) -> str:
+    """The last `SomeError: message` line of a script's output (else its last line), for the probe table."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", ln):
+            return ln[:300]
+    return lines[-1][:300] if lines else ""
+
+
 _IMPORT_ERROR = re.compile(r"^(?:ModuleNotFoundError|ImportError): (.*)$", re.M)
 
 
@@ -267,5 +276,6 @@ class Prober:
         if rc == 125:
             return Answer(version, SKIP, f"exit {rc}", reason="script says untestable (125)", message=tail)
         if 1 <= rc <= 127:
-            return Answer(version, BAD, f"exit {rc}", message=tail)
+            reason = _error_line(tail) if self.script_file is not None else ""  # the exception, not "Traceback"
+            return Answer(version, BAD, f"exit {rc}", reason=reason, message=tail)
         raise UserError(f"--script exited {rc} on {self.package} {version}: outside git bisect's 0-127 range; stopping")

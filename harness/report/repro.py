@@ -1,4 +1,6 @@
-"""Standalone repros: for each result that is not ok, a Markdown file ready for an upstream issue."""
+"""repro/: for each result that is news or a known bug, CASE.md (the issue body, harness.report.issue_body)
+and, for a fail/error/crash whose scenario has a core, CASE.py (harness.report.standalone); the
+harness route's install line and `harness run` selection, the same in the report page and bisect."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from typing import Callable
 from harness.paths import REPO
 from harness.errors import UserError
 
-SECTIONS = ("startup", "env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist")
+SECTIONS = ("startup", "env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist", "xdist-load")
 JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
 JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
 GENERATED = ("suites/shard_map/test_properties.py", "suites/compute_on/test_properties.py")
@@ -221,6 +221,50 @@ def bench_xdist(cell_name: str, repeat: int) -> dict:
     return out
 
 
+def bench_xdist_load(cell_name: str, repeat: int) -> dict:
+    """`--xdist auto` vs `--xdist 0` (and a forced `--xdist 2`) on a loaded machine: busy loops on
+    every core, plus whatever else runs. auto must never be slower than serial there."""
+    out: dict = {"cell": cell_name, "suites": list(GENERATED), "busy_loops": _cores()}
+    with tempfile.TemporaryDirectory() as d:  # untimed: the env exists before anything is timed
+        _run([sys.executable, "-m", "harness", "run", "--cell", cell_name, "--out", d, "--no-report", "--",
+              GENERATED[0], "-k", "nothing-matches-this"], check=False)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(_cores())]
+    try:
+        time.sleep(5)  # let the 1-minute load average see the hogs
+        out["loadavg_at_start"] = os.getloadavg()[0]
+        samples: dict[str, list[float]] = {"0": [], "auto": [], "2": []}
+        exits: dict[str, list[int]] = {n: [] for n in samples}
+        for _ in range(repeat):
+            for n, runs in samples.items():  # alternated, so drift hits all alike
+                with tempfile.TemporaryDirectory() as d:
+                    argv = [sys.executable, "-m", "harness", "run", "--cell", cell_name, "--out", d, "--no-report",
+                            "--xdist", n, "--", *GENERATED]
+                    t = time.perf_counter()
+                    exits[n].append(_run(argv, check=False).returncode)
+                    runs.append(round(time.perf_counter() - t, 3))
+        out["exits"] = exits
+        if any(rc not in (0, 1) for codes in exits.values() for rc in codes):
+            raise RuntimeError(f"a timed run failed (exit statuses {exits}): its time means nothing")
+        out["loadavg_at_end"] = os.getloadavg()[0]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    stats = {n: _stats(v) for n, v in samples.items()}
+    out.update({f"xdist_{n}_s": v for n, v in stats.items()})
+    out["auto_over_serial"] = stats["auto"]["median"] / stats["0"]["median"]
+    out["forced2_over_serial"] = stats["2"]["median"] / stats["0"]["median"]
+    out["targets"] = {"auto <= serial * 1.05": out["auto_over_serial"] <= 1.05}
+    return out
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
 def bench_bisect(repeat: int) -> dict:
     """Probes and wall time of the shard_map bisection over jax 0.4.38..0.10.2."""
     argv = [sys.executable, "-m", "harness", "bisect", SHARD_MAP_BASE, "--package", "jax",
@@ -283,7 +327,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                "report": lambda: bench_report(args.repeat),
                "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat),
                "parallel": lambda: bench_parallel(args.repeat, sweep_spec=args.sweep_spec),
-               "xdist": lambda: bench_xdist(args.cell, args.repeat)}
+               "xdist": lambda: bench_xdist(args.cell, args.repeat),
+               "xdist-load": lambda: bench_xdist_load(args.cell, args.repeat)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:

@@ -38,6 +38,9 @@ exit status: 0 nothing new, 1 regressions / unexpected passes / crashes / timeou
 
 environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (default 60) bound
   importing+collecting and interpreter exit in each cell; a hang there is recorded as a timeout.
+  PYTEST_ADDOPTS, PYTEST_PLUGINS, PYTHONPATH, PYTHONHOME, LD_PRELOAD and the other start-up
+  variables are not passed into cells (each one dropped is named in the cell's reason).
+  SEAMS_FAULT=OP:N fails the harness's Nth open/write/rename/fsync/mkdir/spawn/kill (tests only).
 """
 
 
@@ -75,6 +78,7 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_JOBS=N        default for -j
   SEAMS_XDIST=N|auto  default for --xdist
   SEAMS_VERBOSE=1     same as -v
+  SEAMS_HEARTBEAT_S=S off a terminal, a progress line per running cell at least every S s (default 30)
   SEAMS_HYPOTHESIS_PROFILE=ci|nightly|dev  examples per property (ci 12, nightly 100, dev 5; default ci)
   SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
   SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)
@@ -150,10 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
 
-    p = sub.add_parser("report", help="merge cell results into report.json/html/md and junit.xml",
+    p = sub.add_parser("report", help="merge cell results into report.json/html/md, junit.xml and repro/",
                        description="Merge cell results and judge them again: raw outcomes against the known "
                                    "issues (--expectations) and API presence against the API release ranges "
-                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything.")
+                                   "($SEAMS_APIS, default matrices/apis/), without re-running anything. "
+                                   "repro/ gets CELL__CASE.md (the issue body) for every result that is news "
+                                   "or a known bug, and beside it CELL__CASE.py, a standalone reproducer "
+                                   "needing only the cell's packages, for every fail/error/crash.")
     p.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl",
                    help="results files, or folders meaning every *.jsonl in them (e.g. reports/results)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -541,7 +548,9 @@ def _check_fault_hook() -> None:
 
 def _one_line(text: str) -> str:
     """The message as one printable line: newlines and control characters from input shown escaped."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    from harness.redact import redact
+
+    text = redact(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in text)
 
 

@@ -114,24 +114,41 @@ def owner_env(token: str) -> dict[str, str]:
     return {OWNER_ENV: f"{outer},{token}" if outer else token}
 
 
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid -> (ppid, state) for every process (Linux /proc; empty elsewhere)."""
+def _proc_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> (ppid, state, pgrp) for every process (Linux /proc; empty elsewhere)."""
     table = {}
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
         if entry.name.isdigit():
             try:
                 with open(f"/proc/{entry.name}/stat") as fh:
                     fields = fh.read().rsplit(")", 1)[1].split()
-                table[int(entry.name)] = (int(fields[1]), fields[0])
+                table[int(entry.name)] = (int(fields[1]), fields[0], int(fields[2]))
             except (OSError, IndexError, ValueError):
                 continue
     return table
 
 
+def wait_group_gone(pgid: int, seconds: float = 2.0) -> None:
+    """After a group kill: wait until no process of the group is alive, reaping those this process
+    adopted (the pipe guard, once pytest is gone), so a sweep right after never counts the dying."""
+    me, deadline = os.getpid(), time.monotonic() + seconds
+    while True:
+        members = {pid: (ppid, state) for pid, (ppid, state, pgrp) in _proc_table().items() if pgrp == pgid}
+        for pid, (ppid, state) in members.items():
+            if ppid == me and state == "Z":
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+        if all(state in ("Z", "X") for _ppid, state in members.values()) or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+
+
 def owned_by(token: str) -> list[int]:
     """Live processes (not zombies) whose environment carries `token` in SEAMS_OWNER."""
     found = []
-    for pid, (_ppid, state) in _proc_table().items():
+    for pid, (_ppid, state, _pgrp) in _proc_table().items():
         if pid == os.getpid() or state in ("Z", "X"):
             continue
         try:
@@ -158,7 +175,7 @@ def _reap(pids: set[int]) -> None:
     """Collect the exit status of those of `pids` that were adopted by this process and have ended
     (they would stay zombies otherwise). Only these: reaping a Popen's child here would steal its status."""
     me = os.getpid()
-    for pid, (ppid, state) in _proc_table().items():
+    for pid, (ppid, state, _pgrp) in _proc_table().items():
         if pid in pids and ppid == me and state == "Z":
             try:
                 os.waitpid(pid, os.WNOHANG)

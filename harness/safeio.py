@@ -112,6 +112,44 @@ def refuse_special(path: Path) -> None:
         raise UserError(f"{path}: is {kind}; an output replaces only a regular file: remove it or choose another --out")
 
 
+def read_input(path: Path, limit: int, what: str) -> bytes:
+    """A whole input file, or one UserError line: a FIFO, socket or device is refused (reading one
+    could block forever or never end), and a file over `limit` bytes is refused before it is read."""
+    def check(st: os.stat_result) -> None:
+        if stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{path}: is a folder, not a {what} file")
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device"
+            raise UserError(f"{path}: is {kind}, not a {what} file; give a regular file")
+
+    try:
+        check(os.stat(path))  # before opening: a socket cannot be opened, a FIFO's open would wait
+        faults.point("open", path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise UserError(f"{path}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        st = os.fstat(fd)
+        check(st)  # swapped for a special file after the first look
+        if st.st_size > limit:
+            raise UserError(f"{path}: larger than {_size(limit)}; is this really a {what} file?")
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > limit:  # it grew while being read
+        raise UserError(f"{path}: larger than {_size(limit)}; is this really a {what} file?")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:g} MB" if n >= 1_000_000 else f"{n / 1e3:g} KB"
+
+
 def strict(value: Any) -> Any:
     """value with NaN and infinities as the strings 'nan', 'inf', '-inf' (JSON has no such numbers)."""
     if isinstance(value, float) and not math.isfinite(value):

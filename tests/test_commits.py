@@ -211,7 +211,8 @@ def test_real_bisection_finds_the_seeded_commit_around_an_unbuildable_one(tmp_pa
     skips = int(re.search(r"skipped: (\d+)", proc.stdout).group(1))
     search = int(re.search(r"\((\d+) by the search", proc.stdout).group(1))
     assert skips == 1 and search <= math.ceil(math.log2(12)) + skips, proc.stdout
-    assert re.search(rf"{toy.unbuildable[0][:12]} \S+ skip\s+env-error .*uv", proc.stdout), proc.stdout
+    assert re.search(rf"{toy.unbuildable[0][:12]} \S+ skip\s+env-error .*Failed to build `seamtoy`: pyproject.toml "
+                     "does not parse", proc.stdout), proc.stdout
     assert "assert 7 == 6" in proc.stdout  # the error at the first bad commit
     again = _harness(tmp_path, *args)
     assert again.returncode == 0 and "probes run: 0" in again.stdout
@@ -235,6 +236,7 @@ def test_run_with_a_dirty_tree_names_it_and_a_tree_that_does_not_build_is_an_env
     assert "seamtoy" in json.dumps(info)
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert "dirty" in report["cells"][0]["pins"]["seamtoy"]
+    assert f"(from {toy.path}@{toy.first_parent[-1][:12]} (dirty))" in (tmp_path / "o" / "report.md").read_text()
     # a tree that does not build: the cell's env-error, and no half-built env or export is left
     (toy.path / "pyproject.toml").write_text("[[[ not toml\n")
     envs = tmp_path / "envs"
@@ -243,7 +245,7 @@ def test_run_with_a_dirty_tree_names_it_and_a_tree_that_does_not_build_is_an_env
                           text=True, env={**os.environ, "SEAMS_ENVS_DIR": str(envs)}, timeout=600)
     assert proc.returncode == 1
     end = [json.loads(x) for x in (tmp_path / "o2" / "results" / "toy-cpu.jsonl").read_text().splitlines()][-1]
-    assert end["status"] == "env-error" and "uv" in end["reason"], end
+    assert end["status"] == "env-error" and "Failed to build `seamtoy`: pyproject.toml does not parse" in end["reason"], end
     assert not [p for p in envs.iterdir() if p.name.startswith(".tmp-")]
 
 
@@ -255,3 +257,67 @@ def test_news_goes_on_into_commits_where_a_repository_is_configured():
     assert commit_args("torchax", {"SEAMS_REPO_TORCHAX": "https://github.com/pytorch/xla", "SEAMS_SUBDIR_TORCHAX": "torchax"}) == [
         "--to-commit", "--repo", "https://github.com/pytorch/xla", "--subdir", "torchax"]
     assert commit_args("torch-xla", {"SEAMS_REPO_TORCH_XLA": "/src/xla"}) == []  # not pure Python
+
+
+@pytest.mark.parametrize("reason, kept", [
+    ("uv: Failed to build `seamtoy @ file:///x/seamtoy-1db3fb28ac92`", True),
+    ("commit 1db3fb28ac92 cannot be probed: no released jaxlib in [0.9.0, 0.9.0]", True),
+    ("jax==0.5.4+gc18139ba7b: import jax failed: RuntimeError: jaxlib version 0.5.3 is older than 0.6.0", True),
+    ("jax==0.5.4+gc18139ba7b: import jax failed: MemoryError: ", False),
+    ("uv: Failed to fetch: `https://pypi.org/simple/jaxlib/`", False),
+    ("uv: Failed to build `jax @ file:///x`: Failed to fetch: `https://pypi.org/simple/setuptools/`", False),
+])
+def test_what_a_commit_cannot_do_is_a_fact_worth_caching(reason, kept):
+    from harness.bisect.probe import definite
+
+    assert definite(Answer("x", "skip", "env-error", reason=reason)) is kept
+
+
+def test_ctrl_c_mid_bisection_then_a_rerun_resumes(tmp_path, monkeypatch, capsys, toy):
+    truth = _fake_truth(toy, 7, set())
+    done: list[str] = []
+
+    def interrupted(self, cell, version):
+        if len(done) == 2:
+            raise KeyboardInterrupt  # Ctrl-C during the third probe
+        done.append(version)
+        return truth(self, cell, version)
+    monkeypatch.setattr(Prober, "_run_test", interrupted)
+    rc, _ = _bisect_in_process(toy, tmp_path, monkeypatch, capsys)
+    assert rc == 130 and len(done) == 2
+    again: list[str] = []
+
+    def counted(self, cell, version):
+        again.append(version)
+        return truth(self, cell, version)
+    monkeypatch.setattr(Prober, "_run_test", counted)
+    rc, out = _bisect_in_process(toy, tmp_path, monkeypatch, capsys)
+    assert rc == 0 and f"first bad commit: {toy.regression}" in out
+    assert not set(again) & set(done), "the two finished probes were not run again"
+    assert "cached answers reused: 2" in out
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("broken, why", [
+    ("packages", "package directory 'missing' does not exist"),
+    ("setup.py", "No module named 'not_a_build_dependency'"),
+])
+def test_a_tree_whose_build_fails_says_why_in_one_line(tmp_path, monkeypatch, broken, why):
+    from harness.build.envs import EnvError, _build_wheel
+    from tests.toyrepo import PYPROJECT
+
+    monkeypatch.setenv("SEAMS_ENVS_DIR", str(tmp_path / "envs"))
+    tree = tmp_path / "seamtoy-x"
+    (tree / "seamtoy").mkdir(parents=True)
+    (tree / "seamtoy" / "__init__.py").write_text("")
+    pyproject = PYPROJECT.format(version="1.0.0")
+    if broken == "packages":
+        pyproject = pyproject.replace('["seamtoy"]', '["missing"]')
+    else:
+        (tree / "setup.py").write_text("import not_a_build_dependency\n")
+    (tree / "pyproject.toml").write_text(pyproject)
+    with pytest.raises(EnvError) as exc:
+        _build_wheel("seamtoy", tree, tmp_path, lambda _m: None)
+    assert exc.value.reason.startswith("Failed to build `seamtoy`: ") and why in exc.value.reason, exc.value.reason
+    assert "\n" not in exc.value.reason
+    assert not list((tmp_path / "envs").glob(".tmp-*"))  # the build env was kept whole or not at all

@@ -37,8 +37,11 @@ def test_jax_cell_runs_the_suites_and_records_everything(tmp_path):
               for name, p in r.get("user_properties", []) if name == "seams"]
     assert len(judged) == collected["count"]
     assert {p["raw"] for p in judged} <= {"pass", "fail", "error", "skip"}
-    # Known issues decide the exit status: on jax 0.6.0 the shard_map base case is a known bug.
-    assert proc.returncode == (1 if any(p["verdict"] in ("regression", "fixed") for p in judged) else 0), proc.stderr
+    assert not any("verdict" in p for p in judged), "the cell records facts; the host judges"
+    # Known issues decide the exit status: on jax 0.6.0 the shard_map base case is a known bug, so a
+    # failing raw outcome is not news by itself; the news lines are the judge's.
+    assert any(p["raw"] == "fail" for p in judged), "jax 0.6.0 has known failures in these families"
+    assert proc.returncode == (1 if "news:" in proc.stdout + proc.stderr else 0), proc.stdout + proc.stderr
 
     t = time.monotonic()
     again = _run(tmp_path, "--", "suites/compute_on")

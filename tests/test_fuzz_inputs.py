@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 import json
 import subprocess
 import sys
@@ -210,3 +211,47 @@ def _print_counts():
     yield
     if STATS:
         print("\nfuzz inputs: " + ", ".join(f"{k}: {v}" for k, v in sorted(STATS.items())))
+
+
+RECORD = json.dumps({"$report_type": "TestStart", "nodeid": "suites/x/test_a.py::test_a"}).encode()
+
+
+@FUZZ
+@given(chunks=st.lists(st.one_of(st.binary(max_size=200), st.just(RECORD + b"\n"), st.just(b"\n"),
+                                 st.just(RECORD[:17]), st.just(b'{"$report_type": 5}\n')), max_size=12))
+def test_fuzz_the_results_stream(tmp_path, chunks):
+    """The pipe from pytest is outside input too: whatever bytes come, the file gets whole records only."""
+    from harness.run.stream import ResultsStream
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"$report_type": "CellStart"}\n')
+    stream = ResultsStream(path)
+    w = stream.open_pipe()
+    got = []
+    for chunk in chunks:
+        os.write(w, chunk)
+        got += stream.pump()
+    os.close(w)
+    got += stream.close_pipe()
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    records = [json.loads(ln) for ln in lines[:-1]]  # every line is JSON
+    assert all(isinstance(r, dict) and isinstance(r.get("$report_type"), str) for r in records)
+    assert records[1:] == got, "what the runner saw is what the file holds"
+    STATS["stream tried"] += 1
+
+
+CLI_WORDS = ["report", "diff", "validate", "matrix", "history", "--out", "--matrix", "--format", "--cell",
+             "--expectations", "--markdown", "--last", "json", "table", "names", "tox", "github", "-1", "0", "",
+             "x\x00y", "$(id)", "a-cpu", "jax060-cpu", "--", "-k", "/dev/null", "/nonexistent", ".", "--help"]
+
+
+@FUZZ
+@given(argv=st.lists(st.sampled_from(CLI_WORDS), min_size=1, max_size=7))
+def test_fuzz_the_command_line(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse: usage errors (one line, 2) and --help (0)
+        rc = exc.code if isinstance(exc.code, int) else 2
+    _check("cli", rc, capsys.readouterr().err)

@@ -14,6 +14,7 @@ from harness.build.matrix import load_matrix
 from harness.build.startup_env import STARTUP_VARS
 from harness.errors import UserError
 from harness.judge.results import read_results
+from harness.report.command import report_command
 from harness.run.cellrun import run_cell
 from tests.host_cell import CELL, host_env
 
@@ -73,3 +74,32 @@ def test_a_narrowed_run_says_how_many_cases_it_selected_never_a_plain_complete(t
     run, res = _run(tmp_path, "test_tiny.py", "-k", "one or two")
     assert run.status == "complete"
     assert res.reason.startswith("2 of 3 cases selected by -k 'one or two'; tests/drills/test_tiny.py"), res.reason
+
+
+FILE_ATTACKS = ["truncate", "delete", "replace", "edit", "half-record", "remove-folder"]
+PROCESS_ATTACKS = ["stream-close", "exit-0", "close-fds"]
+
+
+@pytest.mark.parametrize("attack", FILE_ATTACKS + ["stream-garbage"] + PROCESS_ATTACKS + ["cwd-environ", "flood"])
+def test_a_test_attacking_the_harness_loses_no_finished_result_and_is_named(tmp_path, monkeypatch, attack):
+    monkeypatch.setenv("SEAMS_DRILL_ATTACK", attack)
+    run, res = _run(tmp_path, "test_hostile.py")
+    raw = {k.split("::")[-1]: c.raw for k, c in res.cases.items()}
+    assert raw["test_before"] == "pass" and raw["test_after"] == "pass", (attack, raw, res.reason)
+    assert run.status == res.status, (run.status, res.status, res.reason)
+    results = tmp_path / "results" / "host-cpu.jsonl"
+    lines = results.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(ln.startswith(b"{") and ln.endswith(b"}") for ln in lines[:-1]), "whole records only"
+    if attack in FILE_ATTACKS:
+        assert res.status == "incomplete" and "it was restored from the harness's copy" in res.reason, res.reason
+        assert raw["test_attack"] == "pass"
+    elif attack == "stream-garbage":
+        assert res.status == "incomplete" and "2 lines on the results stream were not records" in res.reason
+    elif attack in PROCESS_ATTACKS:  # pytest could not go on: the attacking test is a crash, the rest ran again
+        assert raw["test_attack"] == "crash", (raw, res.reason)
+    elif attack == "cwd-environ":
+        assert res.status == "complete" and set(raw.values()) == {"pass"}
+    elif attack == "flood":
+        assert raw["test_attack"] == "fail" and results.stat().st_size < 1_000_000, "captured output is bounded"
+    rep = report_command([results], tmp_path / "rep", None)
+    assert rep == (0 if attack == "cwd-environ" else 1)

@@ -121,3 +121,47 @@ def test_html_repro_line_is_shell_quoted_by_the_page_script(tmp_path):
                             capture_output=True, text=True, check=True).stdout
     proc = subprocess.run(["bash", "-c", f"printf '%s\\n' {quoted}"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout == HOSTILE_ID + "\n" and not (tmp_path / PWNED).exists()
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from harness.nightly.filing import issue_text  # noqa: E402
+from harness.report.repro import command_line, repro_markdown, shell_word  # noqa: E402
+
+_IDS = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(value=_IDS)
+def test_any_value_is_one_shell_word_on_one_line_that_bash_reads_back_exactly(value):
+    value = value.replace("\x00", "")  # argv cannot hold NUL
+    word = shell_word(value)
+    assert "\n" not in word and "\r" not in word and word.isprintable()
+    got = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True).stdout.decode("utf-8", "surrogateescape")
+    assert got == value
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(case_id=_IDS, message=_IDS)
+def test_no_test_id_or_message_becomes_a_command_in_a_repro_or_an_issue(case_id, message):
+    case_id = "suites/x/test_h.py::test_h[" + case_id.replace("\x00", "") + "]"
+    cell = {"cell": "h-cpu", "device": "cpu", "pins": {"jax": "0.6.0"}, "install_line": "pip install jax==0.6.0",
+            "run_env": {"XLA_FLAGS": "a\nrm -rf ~"}}
+    r = {"verdict": "regression", "raw": "fail", "message": message}
+    text = repro_markdown(case_id, cell, r)
+    blocks = [b.split("\n```", 1)[0].split("\n") for b in text.split("```sh\n")[1:]]
+    run_block = next(b for b in blocks if any("-m pytest" in ln for ln in b))
+    prefixes = ("python3.11 -m venv", "pip install", "XLA_FLAGS=", "# or, building the same env: ")
+    assert len(run_block) == 4 and all(ln.startswith(p) for ln, p in zip(run_block, prefixes)), run_block
+    for line in run_block:
+        assert line.isprintable(), line
+    item = {"kind": "regression", "case": case_id, "cell": "h-cpu", "old": "ok", "new": "regression"}
+    report = {"generated_at": "t", "cells": [{**cell, "versions": {}, "verdict": "ok", "status": "complete"}],
+              "cases": [{"id": case_id, "results": {"h-cpu": r}}]}
+    title, body = issue_text(item, report, report, "")
+    def no_controls(text: str) -> bool:  # C0, DEL, C1 and line separators: what a terminal or Markdown acts on
+        return not re.search(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", text)
+
+    assert no_controls(title)
+    assert all(no_controls(ln) for ln in body.split("\n")[:6]), body[:400]
+    assert command_line({}, ["x", case_id]).isprintable()

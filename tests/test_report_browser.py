@@ -79,6 +79,11 @@ def _errors(page) -> list[str]:
     return errors
 
 
+def _url(page) -> str:
+    """The address as the page sees it now (Playwright's page.url follows history.replaceState a beat later)."""
+    return page.evaluate("location.href")
+
+
 def _in_view(box) -> bool:
     return box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= WIDTH and box["y"] + box["height"] <= HEIGHT
 
@@ -98,6 +103,12 @@ def test_sweep_opens_on_the_boundary_in_version_order(page, sweep):
     first_bad = boxes.nth(JAX_SWEEP.index("0.6.0"))
     assert "b" in first_bad.get_attribute("class").split() and "g" in boxes.nth(JAX_SWEEP.index("0.5.3")).get_attribute("class").split()
     assert _in_view(first_bad.bounding_box()) and _in_view(boxes.nth(len(JAX_SWEEP) - 1).bounding_box())
+    # ... and so do the grid's columns on both sides of it, newest release included, with their versions.
+    heads_el = page.locator("#grid thead th.cellname")
+    for cell in ("jax053-cpu", "jax060-cpu", "jax0102-cpu"):
+        assert _in_view(heads_el.nth(VERSION_ORDER.index(cell)).bounding_box()), cell
+    # One scrolling area under the header, whatever the header holds (coverage gaps, baseline): no page scrollbar.
+    assert page.evaluate("document.documentElement.scrollHeight") <= HEIGHT
     assert page.locator("#detail").is_hidden()  # nothing selected: the grid has the whole width
     assert page.locator("#grid").bounding_box()["width"] > WIDTH - 60
     assert not errors
@@ -120,7 +131,7 @@ def test_filters_live_in_the_url_and_a_pasted_link_restores_them(page, sweep):
     page.goto(sweep.as_uri())
     page.locator(".badge", has_text="ok").click()
     page.fill("#q", "linearize")
-    url = page.url
+    url = _url(page)
     assert "hide=ok" in url and "q=linearize" in url
     assert page.locator("#grid td.v", has_text="ok").count() == 0
     page.goto("about:blank")
@@ -149,17 +160,17 @@ def test_a_permalink_opens_the_result_with_its_cell_highlighted(page, sweep):
     assert page.locator("#detail .tl.cur").get_attribute("title") == "0.6.0: failed"
     repro = page.locator("#repro")
     assert repro.get_attribute("href").startswith("repro/jax060-cpu__")
-    assert (sweep.parent / "repro" / repro.inner_text().split("repro/", 1)[1]).is_file()
+    assert (sweep.parent / repro.get_attribute("href")).is_file()
     assert not errors
     _shot(page, "result")
     page.locator("#close").click()
-    assert detail.is_hidden() and "case=" not in page.url
+    assert detail.is_hidden() and "case=" not in _url(page)
 
 
 def test_clicking_a_result_selects_it_and_updates_the_link(page, sweep):
     page.goto(sweep.as_uri())
     page.locator("#since tr", has_text="compute_on_outside_jit").locator("td.s").nth(JAX_SWEEP.index("0.5.3")).click()
-    assert "cell=jax053-cpu" in page.url and quote(f"{EAGER_AOT}[compute_on_outside_jit]", safe="") in page.url.replace("%2F", "%2F")
+    assert "cell=jax053-cpu" in _url(page) and quote(f"{EAGER_AOT}[compute_on_outside_jit]", safe="") in _url(page).replace("%2F", "%2F")
     assert "known-bug on jax053-cpu" in page.locator("#detail").inner_text()
 
 
@@ -173,6 +184,20 @@ def test_changed_since_baseline_view(page, sweep):
     _shot(page, "changed")
 
 
+def test_a_result_gone_since_the_baseline_is_a_ghost_box_in_its_place(page, tmp_path):
+    old = write_jax_sweep_results(tmp_path / "old", ("0.5.3", "0.6.0"))
+    report_command(old, tmp_path / "old-out")
+    new = write_jax_sweep_results(tmp_path / "new", ("0.5.3", "0.6.0"), drop={"0.6.0": f"{LINEARIZE}[pcast]"})
+    report_command(new, tmp_path / "out", baseline=tmp_path / "old-out" / "report.json")
+    page.goto((tmp_path / "out" / "report.html").as_uri() + "#view=changed")
+    assert "1 gone" in page.locator("#changes").inner_text() and "was ok" in page.locator("#changes").inner_text()
+    ghost = page.locator("#grid td.gone")
+    assert ghost.count() == 1 and ghost.get_attribute("title") == "gone since the baseline (was ok)"
+    assert page.locator("#grid tbody td.id").all_inner_texts() == ["test_linearize_transpose[pcast]"]
+    col = page.locator("#grid thead th.cellname").nth(1)
+    assert col.inner_text().startswith("jax060-cpu") and abs(ghost.bounding_box()["x"] - col.bounding_box()["x"]) < 2
+
+
 def test_news_comes_first(page, news_report):
     page.goto(news_report.as_uri())
     news = page.locator("#news")
@@ -183,7 +208,7 @@ def test_news_comes_first(page, news_report):
     env_row = news.locator("tr[data-c]")
     assert "jax0438-cpu" in env_row.inner_text() and "no wheel for jaxlib 0.4.38" in env_row.inner_text()
     env_row.click()
-    assert "case=%28whole+cell%29" in page.url and "cell=jax0438-cpu" in page.url
+    assert "case=%28whole+cell%29" in _url(page) and "cell=jax0438-cpu" in _url(page)
     assert "no wheel for jaxlib 0.4.38" in page.locator("#detail").inner_text()
     assert page.locator("#grid td.v.sel[data-c]").count() == 1  # its pseudo-row in the grid, highlighted
     assert page.locator("#grid thead th.cellname > div:first-child").all_inner_texts()[0] == "jax0438-cpu"
@@ -208,3 +233,27 @@ def test_a_link_to_a_folded_case_unfolds_it(page, sweep):
     page.wait_for_function("document.getElementById('q').value === 'pcast'")
     assert page.locator("#news").is_visible() and page.locator("#detail").is_hidden()
     assert page.locator("#grid tbody td.id").all_inner_texts() == ["test_linearize_transpose[pcast]"]
+
+
+def test_the_history_page_shows_the_timeline_and_links_the_newest_reports_repro(page, tmp_path):
+    import subprocess
+    import sys
+
+    nights = []
+    for i in range(3):
+        report_command(write_jax_sweep_results(tmp_path / f"r{i}", ("0.5.3", "0.6.0")), tmp_path / f"n{i}")
+        night = tmp_path / f"n{i}" / "report.json"
+        doc = json.loads(night.read_text())
+        doc["generated_at"] = f"2026-11-2{i}T03:00:00+00:00"  # three nights, not three runs in one second
+        night.write_text(json.dumps(doc))
+        nights.append(night)
+    proc = subprocess.run([sys.executable, "-m", "harness", "history", *map(str, nights), "--out", str(tmp_path / "h")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page.goto(f"{(tmp_path / 'h' / 'report.html').as_uri()}#case={quote(BASE)}&cell=jax060-cpu")
+    detail = page.locator("#detail")
+    assert "history (3 nights)" in detail.inner_text()
+    assert detail.locator(".hist .tl").count() == 3
+    assert "(jax 0.6.0, jaxlib 0.6.0): known-bug" in detail.locator(".hist .tl").last.get_attribute("title")
+    href = page.locator("#repro").get_attribute("href")
+    assert href.startswith("../n2/repro/") and (tmp_path / "h" / href).resolve().is_file()

@@ -253,3 +253,74 @@ def test_a_resolved_cell_travels_to_a_j_worker_whole(toy):
     cell = resolve_cell(_cell(sources={"seamtoy": {"kind": "git", "location": str(toy.path), "ref": "HEAD"}}))
     back = cell_from_json(cell_to_json(cell))
     assert back == cell and back.key() == cell.key()
+
+
+def test_the_report_names_a_cells_sources(tmp_path):
+    """CellStart's sources reach report.json and report.md; a tampered record is ignored, never a crash."""
+    from harness.judge.results import _sources
+
+    rec = {"jax": {"kind": "git", "location": "/src/jax", "sha": "75e4279e32b045e6448f6fc752085f2b8618f7b3",
+                   "dirty": False},
+           "seamtoy": {"kind": "path", "location": "/w", "sha": "a" * 40, "dirty": True, "content_hash": "b" * 64},
+           "flax": {"kind": "wheel", "location": "/d/flax.whl", "content_hash": "c" * 64}, "bad": "not a dict"}
+    assert _sources(rec) == {"jax": "/src/jax@75e4279e32b0", "seamtoy": "/w@aaaaaaaaaaaa (dirty)",
+                             "flax": "/d/flax.whl sha256:cccccccccccc"}
+    assert _sources(["x"]) == {} and _sources(None) == {}
+
+
+def test_seams_with_is_read_like_the_command_line(toy, tmp_path):
+    from harness.build.sources import with_items
+
+    assert with_items(["a=b"], {"SEAMS_WITH": "jax=../jax 'torchax=/a b@main'"}) == ["a=b", "jax=../jax", "torchax=/a b@main"]
+    with pytest.raises(SourceError, match="SEAMS_WITH"):
+        with_items([], {"SEAMS_WITH": "jax='unclosed"})
+    m = tmp_path / "m.yaml"  # tox hands SEAMS_* to `harness run --cell ENV`: the same check, the same one line
+    m.write_text(f"schema: 1\ninclude:\n  - {{name: toy-cpu, pins: {{seamtoy: {{git: {toy.path}, ref: HEAD}}}}}}\n")
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--matrix", str(m), "--out", str(tmp_path / "o")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "SEAMS_WITH": f"seamtoy={toy.path}@no-such-ref"})
+    assert proc.returncode == 2 and "no commit 'no-such-ref'" in proc.stderr
+
+
+@pytest.mark.parametrize("rec, why", [
+    ({"dist": "1.0.0", "direct_url": None}, "installed from the index, not from its source"),
+    ({"dist": "1.0.0", "direct_url": "file:///elsewhere/seamtoy"}, "installed from file:///elsewhere/seamtoy"),
+    ({"dist": "1.0.0", "direct_url": "SRC", "file": "/work/seamtoy/__init__.py"}, "outside the env"),
+    ({"dist": "2.0.0", "direct_url": "SRC", "file": "ENV/lib/python3.11/site-packages/seamtoy/__init__.py"},
+     "the tree declares 1.0.0 but the build installed 2.0.0"),
+])
+def test_the_version_check_wants_the_build_of_that_source(tmp_path, rec, why):
+    from harness.build.envs import EnvError, _check_source
+
+    src_dir, env = tmp_path / "src" / "seamtoy-abc", tmp_path / "env"
+    src_dir.mkdir(parents=True)
+    (env / "bin").mkdir(parents=True)
+    rec = {k: str(v).replace("SRC", src_dir.as_uri()).replace("ENV", str(env)) if isinstance(v, str) else v
+           for k, v in rec.items()}
+    cell = _cell(sources={"seamtoy": {"version": "1.0.0"}})
+    with pytest.raises(EnvError, match=why):
+        _check_source("seamtoy", rec, src_dir, env / "bin" / "python", cell)
+    good = {"dist": "1.0.0.dev20261123", "direct_url": src_dir.as_uri(),
+            "file": str(env / "lib/python3.11/site-packages/seamtoy/__init__.py")}
+    _check_source("seamtoy", good, src_dir, env / "bin" / "python", cell)  # a .dev build of the declared release
+
+
+def test_a_package_in_a_folder_of_a_bigger_repository(tmp_path):
+    """`subdir:` (torchax inside pytorch/xla): resolved, named and exported from that folder only."""
+    from tests.toyrepo import GOOD_CODE, PYPROJECT
+
+    repo = tmp_path / "big"
+    (repo / "torchax" / "seamtoy").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "setup.py").write_text("raise SystemExit('the outer project, not this package')\n")
+    (repo / "torchax" / "pyproject.toml").write_text(PYPROJECT.format(version="0.3.0"))
+    (repo / "torchax" / "seamtoy" / "__init__.py").write_text(GOOD_CODE)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "one")
+    src = resolve_source("seamtoy", {"kind": "git", "location": str(repo), "ref": "main", "subdir": "torchax"})
+    assert src["version"] == "0.3.0" and src["paths"] == ["pyproject.toml", "seamtoy"]
+    assert resolve_cell(_cell(sources={"seamtoy": src})).install_line().endswith(f"@{src['sha']}#subdirectory=torchax'")
+    out = materialize("seamtoy", src, tmp_path / "x")
+    assert sorted(p.name for p in out.iterdir()) == ["pyproject.toml", "seamtoy"]
+    tree = resolve_source("seamtoy", {"kind": "path", "location": str(repo), "subdir": "torchax"})
+    assert tree["version"] == "0.3.0" and tree["dirty"] is False

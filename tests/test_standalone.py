@@ -98,6 +98,8 @@ def test_the_cases_parameters_are_folded_into_the_core():
 def test_a_property_case_runs_its_pinned_example():
     script = export_script("suites/shard_map/test_properties.py::test_replicated_primal_linearize_transpose[unmarked]", CELL)
     assert "replicated_primal_linearize_transpose('unmarked', mesh_index=1, per_shard=2, op='square', seed=0" in script
+    # the dataclass it uses keeps its fields (found by the fidelity test: they were dropped with annotations)
+    assert "@dataclass(frozen=True)\nclass Unary:\n    name: 'str'\n    jax_fn: 'object'" in script
 
 
 def test_header_says_install_run_and_issue_and_neutralises_control_characters():

@@ -43,7 +43,17 @@ def test_parse_workers_rejects_what_is_not_a_count(text):
     ("cpu", 0, 8, 1, 0),
 ])
 def test_worker_count_is_device_aware(device, requested, cores, beside, expected):
-    assert workers.worker_count(device, requested, cores, beside) == expected
+    assert workers.worker_count(device, requested, cores, beside, load=0.0) == expected
+
+
+@pytest.mark.parametrize("cores, load, beside, expected", [
+    (2, 0.0, 1, 2), (2, 0.4, 1, 2),  # idle, or nearly: both cores
+    (2, 0.6, 1, 0), (2, 8.7, 1, 0),  # half a core or more taken by others: serial is faster than 2 imports
+    (16, 8.0, 2, 4), (16, 30.0, 1, 0),
+])
+def test_auto_takes_the_load_into_account(cores, load, beside, expected):
+    assert workers.worker_count("cpu", "auto", cores, beside, load=load) == expected
+    assert workers.worker_count("cpu", 2, cores, beside, load=load) == 2, "an explicit count is left alone"
 
 
 def test_xdist_args_leave_a_users_choice_alone():

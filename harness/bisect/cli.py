@@ -204,6 +204,7 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
     """`bisect --commits`: the first bad commit between two refs of --repo (append: after the release
     bisection's report in --markdown, for --to-commit)."""
     from harness.bisect.commits import bisect_commits, render_commits
+    from harness.build.releases import held_pins
     from harness.build.sources import parse_pair
     from harness.safeio import check_writable
 

@@ -144,7 +144,9 @@ def render_commits(summary: dict[str, Any], answers: list[Answer], commits: dict
     h = (lambda t: f"## {t}") if markdown else (lambda t: f"{t}:")
     out = [f"# Bisection over commits: {summary['target']}" if markdown else f"bisection over commits of {summary['target']}",
            "", summary["conclusion"], ""]
-    for label, key in (("first bad", "first_bad"), ("last good", "last_good")):
+    fixed = summary.get("regress") == "pass"
+    labels = (("fixed by", "first_bad"), ("last failing", "last_good")) if fixed else (("first bad", "first_bad"), ("last good", "last_good"))
+    for label, key in labels:
         c = commits.get(summary.get(key) or "")
         if c is not None:
             links = ", ".join(x for x in (c.pr, c.url) if x)
@@ -153,6 +155,9 @@ def render_commits(summary: dict[str, Any], answers: list[Answer], commits: dict
     if pairing:
         out.append(f"{'- ' if markdown else '  '}binary pairing: {pairing}")
     out += ["", h("commits probed")]
+    if fixed:
+        note = "(--regress pass: 'bad' means the test passes, 'good' that it still fails)"
+        out += ["", note] if markdown else [f"  {note}"]
     if markdown:
         out += ["", "| # | commit | date | subject | answer | outcome | detail |", "|---|---|---|---|---|---|---|"]
     order = summary["order"]
@@ -210,7 +215,7 @@ def bisect_commits(args: Any, prober_kw: dict[str, Any], conclude: Callable[...,
         c = by_sha[fb]
         what = "fixed by" if prober.regress == "pass" else "first bad commit"
         summary["conclusion"] = (f"{what}: {c.sha} ({c.date[:10]}) {c.subject}" + (f" {c.pr}" if c.pr else "")
-                                 + f"; last good: {lg}")
+                                 + f"; {'last failing' if prober.regress == 'pass' else 'last good'}: {lg}")
     else:  # name the commits in the search's own words
         for sha, c in by_sha.items():
             summary["conclusion"] = summary["conclusion"].replace(sha, c.short)

@@ -75,8 +75,14 @@ def classify(raw: str, message: str | None, regress: str) -> str:
 # Signals that come from outside the code under test (the OOM killer, a user, the harness stopping).
 _OUTSIDE_SIGNALS = {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"}
 # uv's words for "these pins cannot be installed together": a fact about the versions, worth keeping.
+# A commit's tree that does not build, does not import with its paired binary, or cannot be paired at
+# all is as much a fact about that commit (harness.bisect.commits): kept, not probed twice.
 _RESOLVER_SAYS = re.compile(r"no solution found|unsatisfiable|depends on|requires-python|no matching distribution|"
-                            r"not found in the package registry|no version of|pinned \S+ but", re.IGNORECASE)
+                            r"not found in the package registry|no version of|pinned \S+ but|"
+                            r"failed to build|import \S+ failed|cannot be probed", re.IGNORECASE)
+# ... unless what failed was the network, the memory or the disk on the way.
+_TRANSIENT_SAYS = re.compile(r"failed to fetch|failed to download|connect|network|timed out|dns|memoryerror|"
+                             r"out of memory|killed|no space left", re.IGNORECASE)
 
 
 def definite(ans: Answer) -> bool:
@@ -86,7 +92,7 @@ def definite(ans: Answer) -> bool:
     if ans.raw in ("incomplete", "timeout"):
         return False
     if ans.raw == "env-error":
-        return bool(_RESOLVER_SAYS.search(ans.reason or ""))
+        return bool(_RESOLVER_SAYS.search(ans.reason or "")) and not _TRANSIENT_SAYS.search(ans.reason or "")
     return True
 
 

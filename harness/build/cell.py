@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from harness.build.devices import JAX_PLATFORMS, PJRT, device_extra
+from harness.redact import redact, redact_all
 
 PYTHON = "3.11"
 # What the harness plugin needs inside every cell, besides the pins.
@@ -86,7 +87,7 @@ class Cell:
         for link in self.find_links:
             args += ["--find-links", link]
         pinned = [r for r in self.requirements() if r not in RUNTIME_REQUIREMENTS]
-        return shlex.join(args + pinned)
+        return redact(shlex.join(args + pinned))  # shown and written: an index token stays with uv
 
     def with_pins(self, name: str, pins: dict[str, str]) -> "Cell":
         """A probe cell: the same cell with some pins replaced (bisection)."""
@@ -101,7 +102,7 @@ class Cell:
     def describe(self) -> dict:
         """JSON-friendly description (CellStart record, `harness matrix` output)."""
         return {"cell": self.name, "device": self.device, "pins": self.pins, "extras": list(self.extras),
-                "env": self.run_env(), "timeout_s": self.timeout_s, "install_line": self.install_line(),
+                "env": redact_all(self.run_env()), "timeout_s": self.timeout_s, "install_line": self.install_line(),
                 "runs_on": self.runs_on, "source": self.source,
                 **({"floating": self.floating} if self.floating else {}),
                 **({"sources": self.sources} if self.sources else {})}

@@ -502,6 +502,30 @@ def apply_with(cells: list[Cell], items: list[str], pair: dict[str, str] | None 
     return out
 
 
+# ---------------------------------------------------------------- building
+
+# PEP 517's default for a tree with a setup.py and no [build-system] table.
+_LEGACY_REQUIRES = ["setuptools>=40.8.0", "wheel"]
+
+
+def build_requires(tree: Path) -> list[str]:
+    """The build requirements an exported tree declares ([build-system].requires). SourceError when
+    its pyproject.toml does not parse: the tree does not build (one line, with the TOML error)."""
+    pyproject = tree / "pyproject.toml"
+    if not pyproject.is_file():
+        return list(_LEGACY_REQUIRES)
+    try:
+        doc = tomllib.loads(pyproject.read_text(encoding="utf-8", errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SourceError(f"pyproject.toml does not parse: {exc}") from None
+    requires = doc.get("build-system", {}).get("requires")
+    if requires is None:
+        return list(_LEGACY_REQUIRES)
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise SourceError("pyproject.toml: [build-system].requires is not a list of requirements")
+    return sorted(requires)
+
+
 # ---------------------------------------------------------------- materializing
 
 def materialize(package: str, src: dict[str, Any], dest: Path) -> Path:

@@ -8,7 +8,7 @@ an option that should change a run belongs after `--`, where it is seen and reco
 
 from __future__ import annotations
 
-import re
+from harness.redact import redact
 
 STARTUP_VARS = frozenset({
     "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_XDIST_AUTO_NUM_WORKERS",
@@ -17,8 +17,6 @@ STARTUP_VARS = frozenset({
     "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR", "PYTHONMALLOC", "PYTHONPYCACHEPREFIX",
     "LD_PRELOAD", "LD_AUDIT", "COV_CORE_SOURCE", "COV_CORE_CONFIG", "COV_CORE_DATAFILE",
 })
-# Credentials in a URL's authority part: scheme://user:secret@host (harness.build.redact has the same rule).
-_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def is_startup_var(name: str) -> bool:
@@ -29,5 +27,5 @@ def is_startup_var(name: str) -> bool:
 def drop_startup_vars(env: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(env without the start-up variables, the ones dropped with their values, credentials masked)."""
     kept = {k: v for k, v in env.items() if k not in STARTUP_VARS}
-    dropped = {k: _USERINFO.sub("***@", v)[:300] for k, v in env.items() if k in STARTUP_VARS}
+    dropped = {k: redact(v)[:300] for k, v in env.items() if k in STARTUP_VARS}
     return kept, dropped

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from harness.errors import UserError
+from harness.safeio import read_input
 
 # Matrices and known-issues files are a few KB; these bounds leave room and stop bombs early.
 MAX_BYTES = 1_000_000
@@ -110,13 +111,7 @@ def _check_size(node: yaml.Node) -> None:
 
 def load_yaml(path: Path) -> Any:
     """Parse a YAML file; syntax errors, bombs and non-UTF-8 text become one UserError line with file:line."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise UserError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    if len(data) > MAX_BYTES:
-        raise UserError(f"{path}: larger than {MAX_BYTES // 1000} KB; is this really a matrix or known-issues file?")
+    data = read_input(path, MAX_BYTES, "matrix or known-issues")  # a FIFO or a device: one line, never a hang
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -24,6 +24,7 @@ import jsonschema
 from harness.errors import UserError
 from harness.judge.outcomes import RAW_OUTCOMES as _RAW
 from harness.paths import SCHEMA_DIR
+from harness.safeio import read_input
 
 SCHEMA_PATH = SCHEMA_DIR / "results-v1.json"
 SCHEMA_VERSION = 1
@@ -31,6 +32,7 @@ WHOLE_CELL = "(whole cell)"  # the case id of what concerns a cell as a whole (a
 _MESSAGE_LINES = 6
 # Records are flat but for observations; anything nested deeper is not ours (and would blow the stack).
 MAX_DEPTH = 32
+MAX_RESULTS_BYTES = 1_000_000_000  # 10k results are ~10 MB; past this a file is runaway or hostile, not a cell
 
 
 @dataclass
@@ -75,6 +77,7 @@ class CellResults:
     expectation: dict[str, Any] | None = None
     source: str = ""  # the matrix file:line or `--sweep SPEC` that made the cell (for repro commands)
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
+    sources: dict[str, str] = field(default_factory=dict)  # package -> where it was built from (harness.build.sources)
     collected_ids: list[str] | None = None  # what the first pytest of the cell collected
     selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
     env_verified: dict[str, str] = field(default_factory=dict)  # --build-only: what the env check found installed
@@ -175,10 +178,7 @@ def _check_versions(path: Path, lineno: int, rec: dict[str, Any]) -> None:
 def read_results(path: Path) -> CellResults:
     """Parse one cell's results file; raises UserError (one line, file:line) if it is malformed."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise UserError(f"{path}: cannot read results: {getattr(exc, 'strerror', None) or exc}") from None
+    data = read_input(path, MAX_RESULTS_BYTES, "results")  # a FIFO or device is one line, never a hang
     lines = data.split(b"\n")
     truncated = False
     if lines and lines[-1] == b"":
@@ -206,7 +206,8 @@ def read_results(path: Path) -> CellResults:
                               install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
                               started_at=rec.get("started_at", ""), source=str(rec.get("source") or ""),
                               floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
-                              if isinstance(rec.get("floating"), dict) else {})
+                              if isinstance(rec.get("floating"), dict) else {},
+                              sources=_sources(rec.get("sources")))
             continue
         if kind == "CellStart":
             raise UserError(f"{path}:{i}: a second CellStart: two runs were written into one file")
@@ -347,3 +348,18 @@ def read_many(paths: Iterable[Path]) -> tuple[list[CellResults], list[str]]:
         except UserError as exc:
             errors.append(str(exc))
     return cells, errors
+
+
+def _sources(raw: Any) -> dict[str, str]:
+    """CellStart's resolved sources as one line each: 'REPO@SHA12', '+ dirty', or a content hash."""
+    if not isinstance(raw, dict):
+        return {}
+    out = {}
+    for pkg, src in raw.items():
+        if not isinstance(src, dict):
+            continue
+        where = str(src.get("location", "?")) + (f"/{src['subdir']}" if src.get("subdir") else "")
+        sha, digest = str(src.get("sha") or ""), str(src.get("content_hash") or "")
+        label = f"{where}@{sha[:12]}" if sha else f"{where} sha256:{digest[:12]}"
+        out[str(pkg)] = label + (" (dirty)" if src.get("dirty") is True else "")
+    return out

@@ -27,7 +27,6 @@ from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
-from harness import lifeline
 from harness.errors import UserError
 
 LABEL = "xla-seams-news"
@@ -109,6 +108,8 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     argv += commit_args(pkg)
     # Its own process group, so the budget ends the bisection and every probe it started.
     # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
+    from harness import lifeline  # here: building the CLI's parser must not import it
+
     token = uuid.uuid4().hex
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, **lifeline.owner_env(token)})
@@ -139,7 +140,7 @@ def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any
 def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str) -> tuple[str, str]:
     """(title, body) of the item's issue, in the one form report and bisect use (harness.report.issue_body)."""
     from harness.report.issue_body import title
-    from harness.report.repro import repro_markdown, safe_name, script_for
+    from harness.report.repro import printable, repro_markdown, safe_name, script_for
 
     found = _result(new, item["case"], item["cell"])
     a, b = _pins(old, item["cell"]), _pins(new, item["cell"])
@@ -155,7 +156,7 @@ def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], b
     body = repro_markdown(case, cell, r, script_for(case, cell, r), name, moved=moved, bisection=bisect_md,
                           marker=marker(item), verdict_line=verdict, appendix=False)
     body += "\n_Filed by `python -m harness news`; edited in place when the same news is seen again._\n"
-    return f"[xla-seams] {item['kind']}: {title(case, cell, r)}"[:250], body
+    return printable(f"[xla-seams] {item['kind']}: {title(case, cell, r)}")[:250], body  # C1 controls too
 
 
 class Gh:

@@ -7,13 +7,14 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.errors import UserError
+from harness.redact import redact_all
 from harness.judge.expectations import DEFAULT_PATH, load_expectations
 from harness.judge.outcomes import FAILING_VERDICTS
 from harness.report.html import render_html
 from harness.judge.apply import apply_expectations
 from harness.judge.coverage import gap_headline
 from harness.report.junit import render_junit
-from harness.report.markdown import render_markdown, render_since_markdown
+from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.report.repro import MAX_REPROS, write_repros
 from harness.judge.results import read_many
@@ -89,7 +90,7 @@ def write_report_files(report: dict, out_dir: Path) -> int:
     try:
         atomic_write(out_dir / "report.json", dumps_lines(report))
         atomic_write(out_dir / "report.html", render_html(report))
-        atomic_write(out_dir / "report.md", render_markdown(report) + render_since_markdown(report.get("since") or []))
+        atomic_write(out_dir / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(out_dir / "junit.xml", render_junit(report))
         return write_repros(report, out_dir / "repro", limit=MAX_REPROS)
     except OSError as exc:
@@ -130,6 +131,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     report["since"] = since_summary(report)  # per case: first bad / last good along each version line
     if baseline is not None:
         report["baseline"] = baseline_changes(baseline, report)
+    report = redact_all(report)  # a token in an index URL or a test's message never reaches a report or repro
     n_repro = write_report_files(report, out_dir)
 
     counts = report["counts"]

@@ -12,20 +12,19 @@ import jsonschema
 from harness.errors import UserError
 from harness.report.markdown import md_code
 from harness.report.model import iter_results
-from harness.safeio import atomic_write, disk_error
+from harness.safeio import atomic_write, disk_error, read_input
 from harness.paths import SCHEMA_DIR
 
 GOOD = {"ok", "known-bug", "skipped"}
 BAD = {"regression", "crash", "timeout", "env-error", "incomplete", "api-drift"}
 DRIFT_FACTOR = 10.0
+MAX_REPORT_BYTES = 1_000_000_000  # inputs are bounded: a runaway or hostile file is one line, not an OOM
 
 
 def load_report(path: Path) -> dict[str, Any]:
     """Read a report.json, or one UserError line."""
     try:
-        doc = json.loads(Path(path).read_bytes())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read report: {exc.strerror or exc}") from None
+        doc = json.loads(read_input(Path(path), MAX_REPORT_BYTES, "report.json"))
     except RecursionError:
         raise UserError(f"{path}: nested too deeply: not a report.json written by `harness report`") from None
     except ValueError as exc:
@@ -87,7 +86,11 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[dict[str
     """The categories of change between two reports, each a list of {case, cell, old, new}."""
     a, b = _index(old), _index(new)
     out: dict[str, list] = {"regressed": [], "fixed": [], "changed": [], "new": [], "gone": [], "drift": []}
-    for key in sorted(set(a) | set(b)):
+    # Cells in version order (the new report's, then cells only the old one had), not by name.
+    rank: dict[str, int] = {}
+    for i, c in enumerate([*new.get("cells", []), *old.get("cells", [])]):
+        rank.setdefault(c["cell"], i)
+    for key in sorted(set(a) | set(b), key=lambda k: (k[0], rank.get(k[1], len(rank)), k[1])):
         case, cell = key
         ra, rb = a.get(key), b.get(key)
         row = {"case": case, "cell": cell, "old": ra and ra["verdict"], "new": rb and rb["verdict"]}

@@ -10,6 +10,7 @@ the last K nights; the newest report's HTML is re-rendered with a small timeline
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -150,12 +151,16 @@ def cmd_history(args: argparse.Namespace) -> int:
     if len({r["generated_at"] for r in reports}) != len(reports):
         raise UserError("two of the reports have the same generated_at: the same report given twice?")
     history = build_history(reports)
-    newest = max(reports, key=lambda r: r["generated_at"])
+    newest_i = max(range(len(reports)), key=lambda i: reports[i]["generated_at"])
+    newest = reports[newest_i]
     ensure_dir(args.out)
+    # The page's repro links point at the newest report's repro/ folder, wherever --out is.
+    repro_dir = os.path.relpath(Path(args.reports[newest_i]).resolve().parent / "repro", Path(args.out).resolve())
     atomic_write(args.out / "history.json", dumps_strict(history, indent=1))
     md = render_history_markdown(history, args.last)
     atomic_write(args.out / "history.md", md)
-    atomic_write(args.out / "report.html", render_html({**newest, "history": timeline_for_html(history)}))
+    atomic_write(args.out / "report.html", render_html({**newest, "history": timeline_for_html(history),
+                                                        "repro_dir": Path(repro_dir).as_posix()}))
     print(md, end="")
     print(f"history: {args.out / 'history.md'} (also history.json; report.html with a timeline per grid cell)")
     return 0

@@ -12,6 +12,7 @@ and the repro files) and rendered by a small script, so 10,000 results stay well
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -19,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import VERDICTS
 from harness.report.model import cell_versions, differing_versions
-from harness.report.repro import repro_files
+from harness.report.repro import cell_selection, harness_install_line, repro_files
 from harness.judge.results import WHOLE_CELL
 from harness.safeio import dumps_strict
 
@@ -89,10 +90,14 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
         "cells": [{k: c[k] for k in ("cell", "device", "status", "reason", "verdict", "pins", "install_line",
                                      "versions", "devices", "python", "platform", "run_env", "counts",
                                      "stale_expectations", "expectation")}
-                  | {"floating": c.get("floating") or {}, "head": heads[c["cell"]]}
+                  | {"floating": c.get("floating") or {}, "sources": c.get("sources") or {}, "head": heads[c["cell"]],
+                     # the repro's pip line and `harness run` selection, the same as repro/CASE.md's
+                     "repro_install": harness_install_line(str(c.get("install_line") or "")),
+                     "select": shlex.join(cell_selection(c))}
                   for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],
         "rows": rows, "msgs": msgs.items, "obs": obs.items, "exps": exps.items, "repros": repros,
+        "repro_dir": report.get("repro_dir") or "repro",  # `harness history` writes its page elsewhere
         "since": _since_data(report, cell_idx, case_idx),
         "baseline": _baseline_data(report.get("baseline"), cell_idx, row_idx),
         "history": report.get("history"),  # set by `harness history`: a timeline per grid cell

@@ -1,7 +1,7 @@
 """One Markdown form for an upstream issue about one result: used by `harness report` (repro/CASE.md),
 `harness news` (the filed issue) and `harness bisect` (issue.md beside bisect.md).
 
-Sections, in order: a title line saying what broke and where; What happened (the message, once);
+Sections, in order (the title, what broke and where, is the issue's own: `title()`): What happened (the message, once);
 Versions (the cell's, and what moved); Bisection; Reproduce (the standalone script in a collapsible
 block, then the harness route); Links. Text from results files (test ids, messages, versions) is
 untrusted: control characters are shown as escapes, inline code cannot be closed by the text,
@@ -19,12 +19,12 @@ from typing import Any, Mapping, Sequence
 from harness.paths import REPO
 
 MAX_MESSAGE = 4000
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # C1 too: 0x9b is a terminal's CSI
 
 
 def one_line(text: Any, limit: int = 300) -> str:
     """Text for one line of Markdown: every control character (newlines too) shown as an escape."""
-    s = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    s = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
     return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
@@ -86,8 +86,7 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
                harness_install: str = "", harness_run: Sequence[str] = (), moved: Sequence[str] = (),
                bisection: str | None = None, marker: str | None = None, verdict_line: str | None = None) -> str:
     """The issue body for one result (see the module docstring for the sections)."""
-    out: list[str] = [marker, ""] if marker else []
-    out += [f"**{title(case_id, cell, result)}**", ""]
+    out: list[str] = [marker, ""] if marker else []  # the title is the issue's (or CASE.md's heading)
     if case_id:
         out.append(f"- case: {code(case_id)} (xla-seams scenario)")
     out.append(f"- cell: {code(cell.get('cell', '?'))}; outcome: {one_line(result.get('raw', '?'))}"

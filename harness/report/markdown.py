@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
-from harness.report.model import cell_rank, iter_results
+from harness.report.model import cell_rank, differing_versions, iter_results
 
 _NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
 _TITLES = {"regression": "Regressions (unexpected failures)", "fixed": "Fixed upstream? (unexpected passes: update matrices/known_issues)",
@@ -62,6 +62,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         by_verdict.setdefault(r["verdict"], []).append((case_id, cell, r))
     news = [v for v in _NEWS_ORDER if by_verdict.get(v)]
     rank = cell_rank(report)  # cells in version order, as the report lists them
+    heads = differing_versions(report["cells"])  # "jax060-cpu (jax 0.6.0)": the versions that differ between cells
     if not news:
         out += ["**Nothing new**: every result is ok, a known upstream bug, or skipped with a reason.", ""]
     for v in news:
@@ -73,8 +74,13 @@ def render_markdown(report: dict[str, Any]) -> str:
             elif r.get("expectation"):
                 detail += f" (known issue {_link(r['expectation'])})"
             raw = f"{r['raw']} {r['signal']}" if r.get("signal") else r["raw"]
-            out.append(f"| {md_code(case_id or '(whole cell)')} | {md_text(cell)} | {md_text(raw)} | {detail} |")
+            shown = f"{cell} ({', '.join(heads[cell])})" if heads.get(cell) else cell
+            out.append(f"| {md_code(case_id or '(whole cell)')} | {md_text(shown)} | {md_text(raw)} | {detail} |")
         out.append("")
+    # Right after the news: since which release each case fails along each version line.
+    since = render_since_markdown(report.get("since") or [])
+    if since:
+        out += since.strip("\n").splitlines() + [""]
     out += render_coverage_markdown(report.get("coverage") or coverage_gaps(report))
     known = by_verdict.get("known-bug", [])
     if known:
@@ -92,8 +98,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     for c in report["cells"]:
         versions = c["versions"] or c["pins"]
         floating = c.get("floating") or {}  # resolved from latest / nightly: say so beside the version
-        shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "") for k, v in versions.items()
-                                  if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu")))
+        built = c.get("sources") or {}  # built from a wheel, tree or commit: name it beside the version
+        versions = {**versions, **{k: c["pins"].get(k, "?") for k in built if k not in versions}}
+        shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "")
+                                  + (f" (from {built[k]})" if k in built else "") for k, v in versions.items()
+                                  if k in ("jax", "torch", "torch-xla", "torchax", "flax", "libtpu") or k in built))
         verdicts = "; ".join(filter(None, [", ".join(f"{n} {v}" for v, n in sorted(c["counts"].items())),
                                             c["reason"] or ""]))  # the reason too: "a test left 2 processes running"
         out.append(f"| {md_text(c['cell'])} | {md_text(c['device'])} | {shown} | {md_text(c['status'])} | {md_text(verdicts)} |")

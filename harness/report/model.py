@@ -83,6 +83,7 @@ def cell_summary(cell: CellResults) -> dict[str, Any]:
             "results_file": str(cell.path), "started_at": cell.started_at, "duration_s": cell.duration_s,
             "stale_expectations": [s.get("id") for s in cell.stale], "floating": cell.floating,
             "source": cell.source,
+            **({"sources": cell.sources} if cell.sources else {}),
             "counts": dict(Counter(c.verdict for c in cell.cases.values()))}
 
 

@@ -44,10 +44,34 @@ def fenced(text: str, lang: str = "") -> list[str]:
     return fence(text, lang)
 
 
+def shell_word(value: str) -> str:
+    """One shell word for value, always on one line: shlex quoting, or bash's $'...' with escapes when
+    value holds a newline or another control character (a quoted newline pasted after a `#` comment,
+    or into a terminal, would start a command of its own)."""
+    if value.isprintable():
+        return shlex.quote(value)
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append("".join(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass")))
+    return "$'" + "".join(out) + "'"
+
+
+def printable(value: str) -> str:
+    """value for a Markdown line: newlines and control characters shown escaped, never acted on."""
+    return "".join(ch if ch.isprintable() else ("\\n" if ch == "\n" else f"\\x{ord(ch):02x}") for ch in value)
+
+
 def command_line(env: dict[str, Any], argv: list[str]) -> str:
-    """A shell command line with every value quoted (shlex): spaces and `$(...)` paste safely."""
-    assigns = [f"{k}={shlex.quote(str(v))}" for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
-    return " ".join(assigns + [shlex.join(argv)])
+    """A one-line shell command with every value quoted: spaces, `$(...)` and newlines paste safely."""
+    assigns = [f"{k}={shell_word(str(v))}" for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))]
+    return " ".join(assigns + [shell_word(str(a)) for a in argv])
 
 
 # Raw outcomes a standalone script can reproduce (a timeout or env-error is no script's exit status).
@@ -101,8 +125,8 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
     run_lines = []
     if case_id:
         run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
-        again = shlex.join(["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
-                            "--", case_id])
+        again = command_line({}, ["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
+                                  "--", case_id])  # one line: a newline in the id must not end the comment
         run_lines = [run, f"# or, building the same env: {again}"]
     body = issue_body(case_id, cell, r, script=script, script_name=script_name,
                       standalone_install=standalone_install_line(cell),

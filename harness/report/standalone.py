@@ -196,6 +196,25 @@ class _Resolve(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load) and node.id in self.consts:
             return ast.copy_location(ast.Constant(self.consts[node.id]), node)
+        if isinstance(node.ctx, ast.Load) and self.mod.name.startswith("harness."):
+            # the shim's own name constants (API names, skip prefixes) read better in place
+            value = self._const(node)
+            if isinstance(value, str):
+                return ast.copy_location(ast.Constant(value), node)
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        self.generic_visit(node)
+        parts: list[ast.expr] = []
+        for v in node.values:  # f"{'api absent'}: ..." after inlining a constant: plain text again
+            if (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Constant) and isinstance(v.value.value, str)
+                    and v.conversion == -1 and v.format_spec is None):
+                v = ast.Constant(v.value.value)
+            if isinstance(v, ast.Constant) and parts and isinstance(parts[-1], ast.Constant):
+                parts[-1] = ast.Constant(parts[-1].value + v.value)
+            else:
+                parts.append(v)
+        node.values = parts
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
@@ -264,8 +283,9 @@ class _Resolve(ast.NodeTransformer):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
         self.generic_visit(node)
-        if node.value is None:
-            return None
+        if node.value is None:  # a dataclass field: it must stay, its annotation as an unevaluated string
+            node.annotation = ast.Constant(ast.unparse(node.annotation))
+            return node
         return ast.copy_location(ast.Assign([node.target], node.value), node)
 
     def visit_Import(self, node: ast.Import) -> Any:
@@ -484,7 +504,10 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
         lines += [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
     lines += sorted(set(col.imports.values()), key=lambda s: (s.startswith("from"), s)) + [""]
     for _m, _n, node in col.out:
-        lines += [ast.unparse(node), ""]
+        is_def = isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        if is_def and lines[-1] != "":
+            lines.append("")
+        lines += [ast.unparse(node)] + ([""] if is_def else [])
     call = f"{target.function}({', '.join(args + ['observe=Observe()'])})"
     lines += ['if __name__ == "__main__":', f"    {call}",
               f"    print({'no failure: ' + case_id.rsplit('::', 1)[-1] + ' behaves as the suite expects'!r})", ""]

@@ -36,10 +36,11 @@ from harness.build.devices import available, not_run_reason
 from harness.build.envs import Env, EnvError, ensure_env, verify
 from harness.build.startup_env import drop_startup_vars
 from harness.errors import UserError
+from harness.redact import redact
 from harness.safeio import refuse_special
-from harness.incell.resultsfile import Tail, file_tail, signal_name
+from harness.incell.resultsfile import file_tail, signal_name
 from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
-from harness.run.stream import append_record
+from harness.run.stream import ResultsStream, append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
 from harness.paths import REPO
@@ -270,6 +271,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
         tmp.unlink(missing_ok=True)  # the previous results stay as they were
         raise
     run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env())
+    stream = ResultsStream(results)  # from here on only the harness writes the file (pytest's records come by pipe)
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
         if run.left_processes:  # said in the cell's reason, so every report shows it
@@ -277,9 +279,13 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
         if run.ignored_env:
             reason = "; ".join(filter(None, [reason, f"not passed from the caller's environment: "
                                                      f"{', '.join(sorted(run.ignored_env))}"]))
+        stream.check(deep=True)
+        reason = "; ".join(filter(None, [reason, *stream.notes()]))
+        if status == "complete" and (stream.damage or stream.garbage or stream.oversize):
+            status = "incomplete"  # restored, but a test that attacks the harness's stream is news
         run.status, run.reason = status, reason
         run.duration_s = time.monotonic() - start
-        append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": status,
+        stream.append({"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": status,
                                 "reason": reason, "exitstatus": exitstatus, "duration_s": round(run.duration_s, 3),
                                 "left_processes": run.left_processes})
         progress(cell.name, {"event": "end", "status": status, "reason": reason, "outcomes": run.outcomes,
@@ -287,7 +293,7 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
         return run
 
     try:
-        return _run_started(cell, results, pytest_args, judge, timeout_s, phases, progress, log_dir,
+        return _run_started(cell, stream, pytest_args, judge, timeout_s, phases, progress, log_dir,
                             extra_env, env_provider, run, end, xdist, build_only, backend_s)
     except BaseException as exc:
         # Interrupted (Ctrl-C, SIGTERM, SIGHUP) or a harness bug: the child is already dead (the
@@ -299,24 +305,27 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
         except BaseException:
             pass
         raise
+    finally:
+        stream.close()
 
 
-def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: CaseJudge,
+def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], judge: CaseJudge,
                  timeout_s: int, phases: tuple[int, int], progress: ProgressFn, log_dir: Path,
                  extra_env: dict[str, str], env_provider: Callable[[Cell, Callable[[str], None]], Env],
                  run: CellRun, end: Callable[..., CellRun], xdist: int, build_only: bool = False,
                  backend_s: int = 30) -> CellRun:
     collect_s, exit_s = phases
+    results = stream.path
     ok, why = available(cell.device)
     if not ok and not build_only:
-        append_record(results, {"$report_type": "CellSkipped", "cell": cell.name, "reason": why})
+        stream.append({"$report_type": "CellSkipped", "cell": cell.name, "reason": why})
         return end("skipped", why)
 
     progress(cell.name, {"event": "env"})
     try:
         env = env_provider(cell, lambda m: progress(cell.name, {"event": "env", "message": m}))
     except EnvError as exc:
-        append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+        stream.append({"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
                                 "log_tail": exc.log_tail})
         return end("env-error", exc.reason)
     run.env_reused, run.env_s = env.reused, env.build_s
@@ -327,11 +336,11 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
             try:
                 versions = verify(env.python, cell)
             except EnvError as exc:
-                append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+                stream.append({"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
                                         "log_tail": exc.log_tail})
                 return end("env-error", exc.reason)
         reason = f"env verified, not run: {not_run_reason(cell.device, why)}"
-        append_record(results, {"$report_type": "EnvVerified", "cell": cell.name, "reason": reason,
+        stream.append({"$report_type": "EnvVerified", "cell": cell.name, "reason": reason,
                                 "versions": versions, "reused": env.reused,
                                 "build_s": round(env.build_s, 3)})
         return end("skipped", reason)
@@ -340,7 +349,7 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
         try:
             started = probe(env.python, cell, extra_env, backend_s)
         except BackendDown as exc:
-            append_record(results, {"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
+            stream.append({"$report_type": "EnvError", "cell": cell.name, "reason": exc.reason,
                                     "log_tail": exc.log})
             return end("env-error", exc.reason)
         progress(cell.name, {"event": "env", "message": f"{cell.device} backend started in {started.seconds:.1f} s: "
@@ -358,12 +367,13 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
     faults.point("open", log_path)
     log_path.write_text("")
     watch = _Watch(judge=judge, device=cell.device)
-    tail = Tail(results)
     skip: list[str] = []
     exitstatus = None
     stopped = ""  # why the cell stopped before running everything (a hang or crash outside the tests)
     token = uuid.uuid4().hex  # marks every process this cell's tests start, wherever it goes (lifeline.sweep)
-    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path), **lifeline.owner_env(token)}
+    run_env = {**extra_env, "SEAMS_CELL_LOG": str(log_path), **lifeline.owner_env(token),
+               # xdist's own 10 s wait for a worker to exit is load, not a hang: scaled to half our deadline
+               "SEAMS_XDIST_EXIT_WAIT_S": str(max(10, exit_s // 2))}
     lifeline.become_subreaper()  # a double-forked daemon comes back to us, not to init
     left: list[str] = []
     xdist_mode = bool(xdist) or user_chose(pytest_args)
@@ -375,23 +385,23 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
         test_limit = timeout_s + BACKSTOP_S if xdist_mode else timeout_s
         watch.begin_attempt()
         try:
-            overdue, rc = _attempt_once(argv, cell, run_env, log_path, tail, watch, (test_limit, collect_s, exit_s),
+            overdue, rc = _attempt_once(argv, cell, run_env, log_path, stream, watch, (test_limit, collect_s, exit_s),
                                         progress)
-        except OSError as exc:  # the machine refused the process or its log (EAGAIN, EMFILE): the cell's outcome
-            where = f" ({exc.filename})" if exc.filename else ""
-            stopped = f"could not start pytest: {exc.strerror or exc}{where}"
+        except _NotStarted as exc:  # the machine refused the process or its log (EAGAIN, EMFILE): the cell's outcome
+            stopped = f"could not start pytest: {exc}"
             break
         finally:  # processes that left pytest's group (setsid, double fork, daemons) end with it too
             left += lifeline.sweep(token)
-        for rec in tail.records():  # whatever landed between the last poll and exit
-            watch.feed(rec, progress, cell.name)
+            for rec in stream.close_pipe():  # whatever came between the last poll and exit
+                watch.feed(rec, progress, cell.name)
+        stream.check(deep=True)
         if overdue is not None and overdue[0] == "test":
-            _record(results, {"$report_type": "TestTimeout", "nodeid": overdue[1], "timeout_s": test_limit},
+            _record(stream, {"$report_type": "TestTimeout", "nodeid": overdue[1], "timeout_s": test_limit},
                     watch, progress, cell.name)
         elif overdue is not None:  # a hang outside any test: record it, keep every result, move on
             phase = overdue[1]
             limit = collect_s if phase == "collection" else exit_s
-            _record(results, {"$report_type": "PhaseTimeout", "phase": phase, "timeout_s": limit,
+            _record(stream, {"$report_type": "PhaseTimeout", "phase": phase, "timeout_s": limit,
                               "stderr_tail": file_tail(log_path, 2000)}, watch, progress, cell.name)
             if phase == "collection":
                 stopped = f"hung while importing and collecting: killed after {limit} s; see {log_path}"
@@ -401,16 +411,16 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
             # pytest's xdist controller died while its workers ran several tests: which one (if any)
             # caused it is unknown, so none is blamed; the rest runs again without xdist, where a
             # crash names its test.
-            _record(results, _died("", rc, log_path, phase="outside tests", running=sorted(watch.running)),
+            _record(stream, _died("", rc, log_path, phase="outside tests", running=sorted(watch.running)),
                     watch, progress, cell.name)
             watch.running.clear()
             xdist, xdist_mode = 0, False
         elif watch.current is not None:
-            _record(results, _died(watch.current, rc, log_path), watch, progress, cell.name)
+            _record(stream, _died(watch.current, rc, log_path), watch, progress, cell.name)
         elif rc < 0:  # died by a signal outside any test: while collecting, between tests, or at exit
             phase = ("collection" if watch.attempt_collected is None
                      else "exit" if watch.done_since is not None else "outside tests")
-            _record(results, _died("", rc, log_path, phase=phase), watch, progress, cell.name)
+            _record(stream, _died("", rc, log_path, phase=phase), watch, progress, cell.name)
             if phase == "collection":
                 stopped = f"pytest died with {signal_name(rc)} while importing and collecting; see {log_path}"
             exitstatus = rc
@@ -432,7 +442,6 @@ def _run_started(cell: Cell, results: Path, pytest_args: Sequence[str], judge: C
     run.verdicts = dict(watch.verdicts)
     if left:
         run.left_processes = left
-        progress(cell.name, {"event": "env", "message": f"{_left_note(left)}"})
     if watch.collected is None:
         reason = stopped or f"pytest ended before collecting (exit {exitstatus}){_telling_line(log_path)}; see {log_path}"
         return end("incomplete", reason, exitstatus)
@@ -501,7 +510,7 @@ def _ignored_env() -> dict[str, str]:
 def _left_note(commands: list[str]) -> str:
     """'a test left 2 processes running (killed at cell end: sleep 600; ...)'."""
     n = len(commands)
-    shown = "; ".join(c[:80] for c in commands[:3]) + ("; ..." if n > 3 else "")
+    shown = "; ".join(redact(c)[:80] for c in commands[:3]) + ("; ..." if n > 3 else "")
     return f"a test left {n} process{'es' if n != 1 else ''} running (killed at cell end: {shown})"
 
 
@@ -511,9 +520,9 @@ def _died(nodeid: str, rc: int, log_path: Path, **extra: object) -> dict:
             "stderr_tail": file_tail(log_path, 2000)}
 
 
-def _record(results: Path, rec: dict, watch: _Watch, progress: ProgressFn, cell: str) -> None:
+def _record(stream: ResultsStream, rec: dict, watch: _Watch, progress: ProgressFn, cell: str) -> None:
     """Append a crash or timeout record the runner itself saw, show it, count it, mark its test done."""
-    append_record(results, rec)
+    stream.append(rec)
     raw = "crash" if rec["$report_type"] == "TestCrash" else "timeout"
     shown = rec.get("nodeid") or f"({rec.get('phase', 'outside tests')})"
     progress(cell, {"event": "test", "nodeid": shown, "raw": raw, "verdict": raw, "signal": rec.get("signal")})
@@ -522,35 +531,47 @@ def _record(results: Path, rec: dict, watch: _Watch, progress: ProgressFn, cell:
         watch.finish(rec["nodeid"])
 
 
-def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_path: Path, tail: Tail,
+class _NotStarted(Exception):
+    """The machine refused to start pytest (no processes or file descriptors left): the cell's outcome."""
+
+
+def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_path: Path, stream: ResultsStream,
                   watch: _Watch, limits: tuple[int, int, int], progress: ProgressFn
                   ) -> tuple[tuple[str, str] | None, int]:
     """One pytest process, watched to its end: (what overran its deadline, if anything; return code).
 
+    Its records come over a pipe (`--seams-stream FD`) and only the harness writes them to the file.
     Its process group is killed on the way out whatever happens, so nothing it started survives it.
     """
     read_fd, write_fd = os.pipe()  # the lifeline: EOF in the child means the harness is gone
+    stream_fd = stream.open_pipe()
+    argv = [*argv[:3], "--seams-stream", str(stream_fd), *argv[3:]]  # after `python -m pytest`
     child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
                  "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device,
                  lifeline.LIFELINE_ENV: str(read_fd)}
     child_env.pop("VIRTUAL_ENV", None)
     try:
-        faults.point("open", log_path)
-        with open(log_path, "ab") as log:
-            faults.point("spawn", argv[0])
-            proc = subprocess.Popen(lifeline.wrap(argv), cwd=REPO, env=child_env, stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, pass_fds=(read_fd,))
-        lifeline.track(proc)
-        os.close(read_fd)
-        read_fd = -1
         try:
-            overdue = _watch(proc, tail, watch, limits, progress, cell.name)
+            faults.point("open", log_path)
+            with open(log_path, "ab") as log:
+                faults.point("spawn", argv[0])
+                proc = subprocess.Popen(lifeline.wrap(argv), cwd=REPO, env=child_env, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True, pass_fds=(read_fd, stream_fd))
+        except OSError as exc:
+            raise _NotStarted(f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else "")) from None
+        lifeline.track(proc)
+        for fd in (read_fd, stream_fd):  # the child holds its ends now; the pipe's EOF is the child's
+            os.close(fd)
+        read_fd = stream_fd = -1
+        try:
+            overdue = _watch(proc, stream, watch, limits, progress, cell.name)
         finally:
             lifeline.kill_group(proc)
             lifeline.untrack(proc)
+            lifeline.wait_group_gone(proc.pid)  # its pipe guard too, before the sweep looks for leftovers
     finally:
-        for fd in (read_fd, write_fd):
+        for fd in (read_fd, write_fd, stream_fd):
             if fd >= 0:
                 os.close(fd)
     return overdue, proc.returncode
@@ -590,11 +611,11 @@ def _pytest_argv(python: Path, cell: Cell, results: Path,
     return argv + list(pytest_args) + (["-n", "0"] if serial and user_chose(pytest_args) else [])
 
 
-def _watch(proc: subprocess.Popen, tail: Tail, watch: _Watch, limits: tuple[int, int, int],
+def _watch(proc: subprocess.Popen, stream: ResultsStream, watch: _Watch, limits: tuple[int, int, int],
            progress: ProgressFn, cell: str) -> tuple[str, str] | None:
     """Wait for the child; kill its process group once a test or a phase outlives its deadline."""
     while proc.poll() is None:
-        for rec in tail.records():
+        for rec in stream.pump():
             watch.feed(rec, progress, cell)
         late = watch.overdue(time.monotonic(), *limits)
         if late is not None:

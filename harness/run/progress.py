@@ -71,6 +71,8 @@ class CellProgress:
             self._quiet.pop(cell, None)
             return
         now = time.monotonic()
+        if cell not in self._quiet and kind == "env" and "message" in ev:
+            return  # an env prefetched for a later cell: that cell is not running yet
         state = self._quiet.setdefault(cell, [now, now, 0, 0, "preparing env"])
         if kind == "test":
             state[2], state[3] = ev.get("done", state[2]), ev.get("total", state[3])

@@ -6,6 +6,8 @@ harness.incell.xdist_worker.
 
 from __future__ import annotations
 
+import os
+
 from harness.incell.xdist_worker import ACCELERATORS
 
 AUTO = "auto"
@@ -24,13 +26,26 @@ def parse_workers(text: str) -> int | str:
     return int(text)
 
 
-def worker_count(device: str, requested: int | str, cores: int, concurrent_cells: int = 1) -> int:
-    """Workers for one cell: `requested` if a number; for 'auto', the cores this cell has to itself
-    (cores // cells running beside it) on cpu, and none on gpu/tpu, where the scenarios need every
-    chip in one process (shard_map over all devices) and a chip cannot be shared.
-    1 is returned as 0: one worker only adds a process."""
+def idle_cores(cores: int, load: float | None = None) -> int:
+    """Cores nobody else is using: `cores` less the 1-minute load average (os.getloadavg), at least 0.
+    A core counts as busy from a load of 0.5 on it, so a half-busy machine does not look free."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (OSError, AttributeError):  # not on this platform: assume the cores are free
+            load = 0.0
+    return max(0, cores - int(load + 0.5))
+
+
+def worker_count(device: str, requested: int | str, cores: int, concurrent_cells: int = 1,
+                 load: float | None = None) -> int:
+    """Workers for one cell: `requested` if a number; for 'auto', the idle cores this cell has to
+    itself ((cores - load) // cells running beside it) on cpu, and none on gpu/tpu, where the
+    scenarios need every chip in one process (shard_map over all devices) and a chip cannot be shared.
+    On a busy machine 'auto' gives none: each worker imports jax itself, which only pays off on
+    cores that are free (bench xdist-load). 1 is returned as 0: one worker only adds a process."""
     if requested == AUTO:
-        n = 0 if device in ACCELERATORS else cores // max(1, concurrent_cells)
+        n = 0 if device in ACCELERATORS else idle_cores(cores, load) // max(1, concurrent_cells)
     else:
         n = int(requested)
     return n if n >= 2 else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.incell.compat import torch_api
 from suites.call_jax import cores
 
 
@@ -11,4 +12,5 @@ from suites.call_jax import cores
 def xla_inputs():
     """make(*shapes) -> (cpu tensors, the same as XLA device data): every input is an HLO parameter."""
     pytest.importorskip("torch")
+    torch_api.call_jax()  # api absent / not in cell skip at setup, before the test body probes anything
     return cores.xla_inputs

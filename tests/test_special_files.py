@@ -1,0 +1,99 @@
+"""Outputs never replace what is not a regular file; inputs that are not regular files, or too big, are
+one line. The whole class: every output name a report writes, every kind of special file, every reader."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.report.command import report_command
+from harness.errors import UserError
+from harness.safeio import atomic_write, read_input
+from tests.results_fixtures import case, cell_file, known_issues
+
+REPO = Path(__file__).resolve().parent.parent
+OUTPUTS = ("report.json", "report.html", "report.md", "junit.xml")
+
+
+def _special(kind: str, path: Path, tmp_path: Path) -> None:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(path))
+    elif kind == "symlink-out":
+        (tmp_path / "precious").write_text("keep me")
+        path.symlink_to(tmp_path / "precious")
+    elif kind == "device":
+        path.symlink_to("/dev/null")
+    elif kind == "folder":
+        path.mkdir()
+
+
+KINDS = ("fifo", "socket", "symlink-out", "device", "folder")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", OUTPUTS)
+def test_a_report_never_replaces_a_special_file(tmp_path, kind, name):
+    results = cell_file(tmp_path, "h-cpu", "0.6.0", [case("suites/x/test_a.py::test_a", "pass")])
+    out = tmp_path / "out"
+    out.mkdir()
+    _special(kind, out / name, tmp_path)
+    before = os.lstat(out / name)
+    with pytest.raises(UserError, match=f"{name}: is a"):
+        report_command([results], out, known_issues(tmp_path, ""))
+    after = os.lstat(out / name)
+    assert (before.st_ino, before.st_mode) == (after.st_ino, after.st_mode), "left as it was"
+    if kind == "symlink-out":
+        assert (tmp_path / "precious").read_text() == "keep me"
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device", "folder"])
+def test_an_input_that_is_not_a_regular_file_is_one_line_never_a_hang(tmp_path, kind):
+    path = tmp_path / "input"
+    _special(kind, path, tmp_path)
+    for what in ("results", "report.json", "matrix or known-issues"):
+        with pytest.raises(UserError, match=r"input: is (a|an) "):
+            read_input(path, 1000, what)
+
+
+def test_each_reader_of_outside_input_refuses_a_fifo_in_one_line_through_the_cli(tmp_path):
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    for argv in (["report", str(fifo), "--out", str(tmp_path / "o")], ["diff", str(fifo), str(fifo)],
+                 ["validate", str(fifo)], ["run", "--matrix", str(fifo), "--out", str(tmp_path / "o")]):
+        proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=REPO, capture_output=True, text=True,
+                              timeout=60)  # a reader that opened the FIFO for reading would block here
+        assert proc.returncode == 2 and "is a FIFO" in proc.stderr and proc.stderr.count("\n") == 1, (argv, proc.stderr)
+
+
+def test_an_input_over_its_bound_is_refused_before_it_is_read(tmp_path):
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as fh:
+        fh.truncate(2_000_000)  # sparse: its size says enough
+    with pytest.raises(UserError, match="larger than 1 MB"):
+        read_input(big, 1_000_000, "results")
+
+
+def test_atomic_write_replaces_a_regular_file_and_creates_a_new_one(tmp_path):
+    atomic_write(tmp_path / "a", "one")
+    atomic_write(tmp_path / "a", "two")
+    assert (tmp_path / "a").read_text() == "two" and [p.name for p in tmp_path.iterdir()] == ["a"]
+
+
+@pytest.mark.parametrize("count", [10**12, -1])
+def test_a_record_count_out_of_bounds_is_one_line_not_a_huge_allocation(tmp_path, count):
+    from harness.judge.results import read_results
+
+    path = tmp_path / "a-cpu.jsonl"
+    path.write_text('{"$report_type": "CellStart", "schema_version": 1, "cell": "a-cpu", "device": "cpu", "pins": {}}\n'
+                    f'{{"$report_type": "Collected", "count": {count}}}\n')
+    with pytest.raises(UserError, match="a-cpu.jsonl:2: bad Collected record: count"):
+        read_results(path)

@@ -209,3 +209,17 @@ def test_pytest_killed_at_every_record_boundary_and_inside_every_record_loses_no
             torn = [ln for ln in results.read_bytes().split(b"\n")[:-1] if not ln.startswith(b"{") or not ln.endswith(b"}")]
             assert not torn, f"{where}: a torn record was kept: {torn}"
     monkeypatch.delenv("SEAMS_DRILL_KILL_AT")
+
+
+def test_the_fault_hook_works_through_the_real_entry_point(tmp_path):
+    import subprocess
+
+    from tests.results_fixtures import case, cell_file
+
+    results = cell_file(tmp_path, "h-cpu", "0.6.0", [case("suites/x/test_a.py::test_a", "pass")])
+    env = {**os.environ, faults.FAULT_ENV: "rename:2:EIO"}
+    proc = subprocess.run([sys.executable, "-m", "harness", "report", str(results), "--out", str(tmp_path / "out")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: cannot write ") and "injected by SEAMS_FAULT" in proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json"], "the first file whole, no temporary"

@@ -255,3 +255,14 @@ def test_fuzz_the_command_line(tmp_path, capsys, monkeypatch, argv):
     except SystemExit as exc:  # argparse: usage errors (one line, 2) and --help (0)
         rc = exc.code if isinstance(exc.code, int) else 2
     _check("cli", rc, capsys.readouterr().err)
+
+
+API_KEYS = ("apis", "api", "package", "shipped", "evidence", "link", "jax", "torch-xla", "default", "defaults")
+
+
+@FUZZ
+@given(data=yaml_docs(API_KEYS, "apis"))
+def test_fuzz_api_ranges_yaml(tmp_path, capsys, data):
+    path = _write(tmp_path, "apis.yaml", b"apis:\n" + data if data[:1] == b"-" else data)
+    rc = main(["validate", str(path)])
+    _check("validate apis", rc, capsys.readouterr().err)

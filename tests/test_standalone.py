@@ -63,7 +63,7 @@ NO_CORE = {  # failing cases whose inputs hypothesis draws inside the test (st.d
 # several use harness.incell.defaults, which standalone.py does not inline yet. Open work: move
 # them into cores.py; this set must shrink to nothing (a case that gains a core fails here).
 NOT_YET_CORED = ("suites/call_jax/test_defaults.py::", "suites/call_jax/test_structure.py::",
-                 "suites/compute_on/test_defaults.py::", "suites/compute_on/test_serialization.py::",
+                 "suites/compute_on/test_defaults.py::",
                  "suites/torchax/test_entry_points.py::", "suites/torchax/test_layouts.py::",
                  "suites/torchax/test_structure.py::", "suites/torchax/test_tight_numerics.py::")
 

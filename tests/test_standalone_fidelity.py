@@ -49,10 +49,6 @@ NO_CORE = {
     # bodies are still in the test files (see NOT_YET_CORED in tests/test_standalone.py)
     "suites/compute_on/test_defaults.py::test_export_with_its_defaults_targets_the_default_backend_and_keeps_the_host_placement":
         "not yet moved to cores.py (uses harness.incell.defaults, which standalone.py does not inline)",
-    "suites/compute_on/test_serialization.py::test_serialized_export_keeps_op_attributes_shardings_and_values":
-        "not yet moved to cores.py",
-    "suites/compute_on/test_serialization.py::test_serialized_export_keeps_each_outputs_memory_kind":
-        "not yet moved to cores.py",
 }
 
 _DRIVER = textwrap.dedent('''

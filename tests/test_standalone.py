@@ -64,8 +64,7 @@ NO_CORE = {  # failing cases whose inputs hypothesis draws inside the test (st.d
 # them into cores.py; this set must shrink to nothing (a case that gains a core fails here).
 NOT_YET_CORED = ("suites/call_jax/test_defaults.py::", "suites/call_jax/test_structure.py::",
                  "suites/compute_on/test_defaults.py::",
-                 "suites/torchax/test_entry_points.py::", "suites/torchax/test_layouts.py::",
-                 "suites/torchax/test_structure.py::", "suites/torchax/test_tight_numerics.py::")
+                 "suites/torchax/test_structure.py::")
 
 
 def test_every_known_bug_case_has_a_core_and_exports_a_self_contained_script():

@@ -57,8 +57,8 @@ def test_a_case_that_ran_in_one_cell_is_no_gap_and_a_clean_run_says_nothing():
         {"id": SHARD, "results": {"a": {"raw": "incomplete"}}},  # already news as incomplete, no skip
         {"id": "(whole cell)", "results": {"a": {"raw": "skip"}}},
         {"id": COMPUTE, "results": {}}]}
-    gaps = coverage.coverage_gaps(report)
-    assert gaps == {"never_ran": [], "fixable": []}
+    gaps = coverage.coverage_gaps(report, ranges={})
+    assert gaps == {"never_ran": [], "fixable": [], "uncalled_apis": []}
     assert coverage.gap_headline(gaps) is None
 
 
@@ -73,3 +73,22 @@ def test_skipped_in_some_cells_and_unfinished_in_the_rest_never_ran():
 
 def test_the_judge_reads_the_same_words_require_writes():
     assert coverage.NOT_IN_CELL == compat.NOT_IN_CELL
+
+
+def test_an_api_that_ships_in_a_cell_but_no_case_there_probed_is_listed():
+    from packaging.specifiers import SpecifierSet
+
+    from harness.judge.apis import ApiRange
+
+    def rng(api, shipped):
+        return ApiRange(api=api, package="jax", shipped=SpecifierSet(shipped), evidence="", link="none filed")
+
+    ranges = {"jax.used": rng("jax.used", ">=0.5"), "jax.unused": rng("jax.unused", ">=0.5"),
+              "jax.future": rng("jax.future", ">=9.0")}
+    report = {"cells": [{"cell": "a", "versions": {"jax": "0.6.0"}}, {"cell": "b", "versions": {"jax": "0.4.1"}}],
+              "cases": [{"id": PVARY, "results": {
+                  "a": {"raw": "pass", "observations": {"apis": {"jax.used": True}}},
+                  "b": {"raw": "pass", "observations": {"apis": {"jax.unused": False}}}}}]}
+    # jax.unused was probed only in b, where it does not ship: in a, where it ships, nothing called it.
+    assert coverage.uncalled_apis(report, ranges) == [
+        {"api": "jax.unused", "package": "jax", "shipped": ">=0.5", "cells": ["a"]}]

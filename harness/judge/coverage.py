@@ -9,13 +9,21 @@ kinds are worth a maintainer's attention:
   (`require()`'s "not in cell: X"), which the matrix could add. A package some cell of the run
   pins (jax, torch, torch_xla, torchax) is what cells differ by, so its absence is by design
   (a jax-only cell has no torch) and not listed.
-Both are computed from the report's raw outcomes, so re-rendering a report recomputes them.
+- uncalled APIs: an API with a recorded release range (matrices/apis/, the public interop surface
+  the suites know) that ships in some cell of the run, yet no case in any such cell probed it:
+  an entry point that can break without any case noticing.
+All are computed from the report's raw outcomes and observations, so re-rendering a report
+recomputes them.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
+
+from packaging.utils import canonicalize_name
+
+from harness.judge.apis import OBSERVATION as APIS_OBSERVATION, ApiRange, default_api_ranges
 
 # What harness.incell.compat.require() says when a package is missing (kept in step with it; the
 # judge stage must not import incell's compat, which imports pytest).
@@ -38,7 +46,27 @@ def _norm(package: str) -> str:
     return re.sub(r"[-_.]+", "_", package).lower()
 
 
-def coverage_gaps(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def uncalled_apis(report: dict[str, Any], ranges: Mapping[str, ApiRange]) -> list[dict[str, Any]]:
+    """APIs that ship in some cell of the run (by their range) but that no case there probed."""
+    probed: dict[str, set[str]] = {}  # cell -> APIs some case recorded (present or absent)
+    for case in report.get("cases") or []:
+        for cell, r in (case.get("results") or {}).items():
+            seen = ((r.get("observations") or {}).get(APIS_OBSERVATION)) or {}
+            probed.setdefault(cell, set()).update(seen)
+    out = []
+    for api, rng in sorted(ranges.items()):
+        shipping = []
+        for c in report.get("cells") or []:
+            versions = {canonicalize_name(k): v for k, v in (c.get("versions") or {}).items()}
+            version = versions.get(rng.package)
+            if version is not None and rng.ships_in(version) and c["cell"] in probed:
+                shipping.append(c["cell"])
+        if shipping and not any(api in probed[cell] for cell in shipping):
+            out.append({"api": api, "package": rng.package, "shipped": str(rng.shipped), "cells": sorted(shipping)})
+    return out
+
+
+def coverage_gaps(report: dict[str, Any], ranges: Mapping[str, ApiRange] | None = None) -> dict[str, list[dict[str, Any]]]:
     """{"never_ran": [...], "fixable": [...]} for a report's cases (see the module docstring).
 
     A case with no result in any cell (a run of zero cells) is not a gap of the matrix: there is
@@ -63,7 +91,8 @@ def coverage_gaps(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                 entry["cells"].add(cell)
     return {"never_ran": never_ran,
             "fixable": [{"reason": f["reason"], "cases": sorted(f["cases"]), "cells": sorted(f["cells"])}
-                        for _, f in sorted(fixable.items())]}
+                        for _, f in sorted(fixable.items())],
+            "uncalled_apis": uncalled_apis(report, default_api_ranges() if ranges is None else ranges)}
 
 
 def gap_headline(gaps: dict[str, list[dict[str, Any]]]) -> str | None:

@@ -126,6 +126,13 @@ def render_coverage_markdown(gaps: dict[str, list[dict[str, Any]]]) -> list[str]
             for r in g["reasons"]:
                 out.append(f"| {md_code(g['id'])} | {_one_line(r['reason'], 240)} | {md_text(', '.join(r['cells']))} |")
         out.append("")
+    if gaps.get("uncalled_apis"):
+        out += ["## API entries no case called", "",
+                "Each ships in the cells named (its range in matrices/apis/), yet no case there probed it.", "",
+                "| API | shipped | cells |", "|---|---|---|"]
+        out += [f"| {md_code(g['api'])} | {md_text(g['package'] + g['shipped'])} | {md_text(', '.join(g['cells']))} |"
+                for g in gaps["uncalled_apis"]]
+        out.append("")
     if gaps.get("fixable"):
         out += ["## Skips the matrix could fix (a package the cell does not install)", "",
                 "| skipped because | cases | cells |", "|---|---|---|"]

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from harness.incell.compat import jax_api, require
-from harness.incell.ir import frontend_attribute_values, has_frontend_attribute, lines_mentioning
+from harness.incell.ir import (frontend_attribute_values, has_frontend_attribute, lines_mentioning,
+                               main_signature_attribute, stablehlo_ops_with_attribute)
 
 HOST_KEY = "_xla_compute_type"
 X = np.arange(8, dtype=np.float32) / 3.0
@@ -143,6 +144,90 @@ def serialized_host_function_keeps_the_placement(observe) -> None:
     observe.close(back.call(x), np.float32(1.0), rtol=0, atol=0, name="deserialized")
 
 
+# --- test_serialization.py (issue 23: what holds in memory holds after serialize/deserialize) ---
+
+SERIAL_N = 4
+SERIAL_X = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+
+
+def serial_mesh():
+    if len(jax.devices()) < SERIAL_N:
+        pytest.skip(f"needs {SERIAL_N} devices, have {len(jax.devices())}")
+    return jax.sharding.Mesh(np.array(jax.devices()[:SERIAL_N]), ("i",))
+
+
+def _main_shardings(text: str) -> list[str]:
+    sig = re.search(r"func\.func public @main.*", text).group(0)
+    return re.findall(r"(?:sdy|mhlo)\.sharding = (#sdy\.sharding<[^>]*>|\"[^\"]*\")", sig)
+
+
+def serialized_export_keeps_op_attributes_shardings_and_values(observe) -> None:
+    """Host and stream regions, sharded in and out: per-op attributes, @main's shardings, the device
+    count and the values are the same after serialize / deserialize (needs flatbuffers)."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = serial_mesh()
+    export = jax_api.export_module()
+    co = jax_api.compute_on()
+    jax_api.lower_text_on_stream(lambda x: x, 2, jnp.asarray(SERIAL_X))  # api probe: gpu_stream:N from 0.5.1
+    s_in = NamedSharding(mesh, P("i"))
+
+    def f(x):
+        h = co("device_host")(lambda x: x * np.float32(3.0))(x)
+        s = co("gpu_stream:2")(lambda x: jnp.sin(x) * np.float32(2.0))(x)
+        return h + s, jnp.sum(s)
+
+    fj = jax.jit(f, in_shardings=s_in, out_shardings=(s_in, NamedSharding(mesh, P())))
+    x = jax.device_put(SERIAL_X, s_in)
+    exp = export.export(fj)(x)
+    require("flatbuffers")
+    back = export.deserialize(exp.serialize())
+    before, after = exp.mlir_module(), back.mlir_module()
+    for key in ("_xla_compute_type", "_xla_stream_annotation"):
+        ops_before = stablehlo_ops_with_attribute(before, key)
+        ops_after = stablehlo_ops_with_attribute(after, key)
+        observe.record(**{key: [f"{op}={v}" for op, v in ops_after if v]})
+        assert [v for _, v in ops_before if v], f"the export itself lost {key}: {ops_before}"
+        assert ops_after == ops_before, f"{key} per op changed in the round trip: {ops_before} -> {ops_after}"
+    observe.record(main_shardings=_main_shardings(after), nr_devices=back.nr_devices)
+    assert _main_shardings(before) and _main_shardings(after) == _main_shardings(before), \
+        f"@main's shardings changed: {_main_shardings(before)} -> {_main_shardings(after)}"
+    assert back.nr_devices == exp.nr_devices == SERIAL_N
+    # Both calls run the same module on the same devices: bit for bit.
+    for got, want in zip(back.call(x), exp.call(x)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def serialized_export_keeps_each_outputs_memory_kind(observe) -> None:
+    """An output placed in pinned_host memory is still placed there after the round trip (the
+    export only: running it on CPU fails on 0.7.1 - 0.10.1, see test_output_in_pinned_host_memory)."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = serial_mesh()
+    export = jax_api.export_module()
+    kinds = sorted(m.kind for m in jax.devices()[0].addressable_memories())
+    observe.record(memory_kinds=kinds)
+    if "pinned_host" not in kinds:
+        pytest.skip(f"device {jax.devices()[0].platform} exposes no pinned_host memory (has {kinds})")
+    s_dev = NamedSharding(mesh, P("i"))
+    s_host = NamedSharding(mesh, P("i"), memory_kind="pinned_host")
+    fj = jax.jit(lambda x: (x * 3.0, x + 1.0), in_shardings=s_dev, out_shardings=(s_host, s_dev))
+    exp = export.export(fj)(jax.ShapeDtypeStruct(SERIAL_X.shape, SERIAL_X.dtype, sharding=s_dev))
+    require("flatbuffers")
+    back = export.deserialize(exp.serialize())
+    _, before = main_signature_attribute(exp.mlir_module(), "mhlo.memory_kind")
+    _, after = main_signature_attribute(back.mlir_module(), "mhlo.memory_kind")
+    observe.record(memory_kind_before=before, memory_kind_after=after)
+    assert before[0] == "pinned_host", f"the export itself lost the pinned_host output: {before}"
+    assert after == before, f"output memory kinds changed in the round trip: {before} -> {after}"
+    # Exported.out_shardings_jax: up to 0.7.x it reports "device" for every output even before
+    # the round trip (the memory kind lives only in the module); what it says must not change.
+    api_before = [s.memory_kind for s in exp.out_shardings_jax(mesh)]
+    api_after = [s.memory_kind for s in back.out_shardings_jax(mesh)]
+    observe.record(out_shardings_jax_memory_kinds=api_after)
+    assert api_after == api_before, f"out_shardings_jax memory kinds changed in the round trip: {api_before} -> {api_after}"
+
+
 CORES = {
     "test_eager_vs_aot.py::test_eager_vs_aot": eager_vs_aot,
     "test_eager_vs_aot.py::test_output_in_pinned_host_memory": output_in_pinned_host_memory,
@@ -152,4 +237,8 @@ CORES = {
     "test_upstream_parity.py::test_exported_host_function_keeps_the_placement": exported_host_function_keeps_the_placement,
     "test_upstream_parity.py::test_serialized_host_function_keeps_the_placement":
         serialized_host_function_keeps_the_placement,
+    "test_serialization.py::test_serialized_export_keeps_op_attributes_shardings_and_values":
+        serialized_export_keeps_op_attributes_shardings_and_values,
+    "test_serialization.py::test_serialized_export_keeps_each_outputs_memory_kind":
+        serialized_export_keeps_each_outputs_memory_kind,
 }

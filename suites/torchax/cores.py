@@ -11,6 +11,7 @@ import contextlib
 import numpy as np
 
 from harness.incell.compat import require, torch_api
+from harness.incell.numerics import OP_ULPS, assert_within_bound, assert_within_ulps, gamma, ulp
 from harness.incell.ir import count_main_arguments
 
 
@@ -326,6 +327,202 @@ def generated_module_grads(kinds: list, width: list, batch: int, seed: int, obse
         np.testing.assert_allclose(g, host(p.grad), rtol=1e-4, atol=1e-6, err_msg=f"grad.{name}")
 
 
+# --- test_tight_numerics.py (issue 23: per-op ulp and rounding-error bounds vs float64) ---
+
+TIGHT_X = np.random.default_rng(7).uniform(-4.0, 4.0, 512).astype(np.float32)
+TIGHT_POSITIVE = np.abs(TIGHT_X) + np.float32(0.01)
+
+
+def _tight_op(op: str):
+    """(jax op, float64 reference, input) for an op name of OP_ULPS."""
+    import jax
+    import jax.numpy as jnp
+
+    return {"sin": (jnp.sin, np.sin, TIGHT_X), "exp": (jnp.exp, np.exp, TIGHT_X), "tanh": (jnp.tanh, np.tanh, TIGHT_X),
+            "logistic": (jax.nn.sigmoid, lambda v: 1.0 / (1.0 + np.exp(-v)), TIGHT_X),
+            "log": (jnp.log, np.log, TIGHT_POSITIVE), "sqrt": (jnp.sqrt, np.sqrt, TIGHT_POSITIVE)}[op]
+
+
+def interop_call_jax_within_ulps(op: str, observe) -> None:
+    """One op through interop.call_jax within its own ulp bound (OP_ULPS, with its reason) of float64."""
+    env = torchax_env()
+    torch = require("torch")
+    jax_op, ref_op, x = _tight_op(op)
+    with env:
+        out = interop("call_jax")(jax_op, env.to_xla(torch.from_numpy(x.copy())))
+    got = np.asarray(interop("jax_view")(out))
+    max_ulps, why = OP_ULPS[op]
+    observe.record(**{f"ulps.{op}": assert_within_ulps(got, ref_op(x.astype(np.float64)), max_ulps=max_ulps, why=why)})
+
+
+def forward_bound(w1, b1, w2, b2, x):
+    """Elementwise bound on |y32 - y64| for y = tanh(x W1^T + b1) W2^T + b2 computed in float32.
+
+    Inputs are float32 values (exact in float64). A dot of K products plus a bias is within
+    gamma_{K+1} * (|x||W|^T + |b|) of exact (any summation order, FMA or not). tanh is 1-Lipschitz,
+    so the hidden layer's error is the first layer's error plus tanh's own (OP_ULPS at h). The
+    second layer sees that error through |W2| and adds its own gamma term.
+    """
+    z = x @ w1.T + b1
+    h = np.tanh(z)
+    err_z = gamma(w1.shape[1] + 1, "float32") * (np.abs(x) @ np.abs(w1).T + np.abs(b1))
+    err_h = err_z + OP_ULPS["tanh"][0] * ulp(h, "float32")
+    # h carries err_h into the second dot; |h32| <= |h| + err_h bounds the rounding term.
+    return np.abs(w2) @ err_h.T + gamma(w2.shape[1] + 1, "float32") * (np.abs(w2) @ (np.abs(h) + err_h).T
+                                                                        + np.abs(b2)[:, None])
+
+
+def extract_jax_forward_within_bound(observe) -> None:
+    """Linear(16, 8) - Tanh - Linear(8, 2) through extract_jax within its float32 rounding bound."""
+    env = torchax_env()
+    torch = require("torch")
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    x = torch.from_numpy(np.random.default_rng(11).normal(size=(32, 16)).astype(np.float32))
+    states, jfn = torch_api.torchax_entry("extract_jax")(model)
+    got = np.asarray(jfn(states, (torch_api.t2j(env, x),)))
+    p = {k: v.detach().numpy().astype(np.float64) for k, v in model.named_parameters()}
+    w1, b1, w2, b2 = p["0.weight"], p["0.bias"], p["2.weight"], p["2.bias"]
+    x64 = x.numpy().astype(np.float64)
+    ref = np.tanh(x64 @ w1.T + b1) @ w2.T + b2
+    observe.record(forward=assert_within_bound(got, ref, forward_bound(w1, b1, w2, b2, x64).T,
+                                               why="float32 rounding of two dot products (gamma_17, gamma_9) and tanh (4 ulp)"))
+
+
+# --- test_layouts.py (issue 23: storage offsets, low-precision range, tied parameters) ---
+
+OFFSET_VIEWS = {  # name -> view of a 5 x 6 float32 tensor holding 0..29, every one at a non-zero offset
+    "tail_slice": lambda t: t[1:],
+    "inner_block": lambda t: t[2:, 1:4],
+    "column": lambda t: t[:, 2],
+    "offset_step": lambda t: t[1::2, 1::3],
+    "narrow_then_transpose": lambda t: t.narrow(1, 2, 3).t(),
+    "one_element": lambda t: t[3, 4],
+}
+
+
+def offset_view_round_trip(how: str, observe) -> None:
+    """A view that starts inside its storage converts to JAX and back exactly."""
+    env = torchax_env()
+    torch = require("torch")
+    t = OFFSET_VIEWS[how](torch.arange(30, dtype=torch.float32).reshape(5, 6))
+    observe.record(storage_offset=t.storage_offset(), strides=list(t.stride()), shape=list(t.shape))
+    assert t.storage_offset() > 0, "the case must exercise a non-zero storage offset"
+    j = torch_api.t2j(env, t)
+    assert tuple(j.shape) == tuple(t.shape), f"shape became {tuple(j.shape)}"
+    np.testing.assert_array_equal(np.asarray(j), t.numpy(), err_msg=f"{how}: to JAX (small integers: exact)")
+    back = torch_api.j2t(env, j)
+    assert back.dtype == t.dtype and tuple(back.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(back.numpy(), t.numpy(), err_msg=f"{how}: back to torch")
+
+
+def low_precision_round_trip(dtype: str, observe) -> None:
+    """max, -max, smallest normal, a subnormal, +-0, 1 + eps, +-inf and NaN, bit for bit."""
+    env = torchax_env()
+    torch = require("torch")
+    import jax.numpy as jnp
+
+    fi = torch.finfo(getattr(torch, dtype))
+    t = torch.tensor([fi.max, -fi.max, fi.tiny, -fi.tiny, fi.smallest_normal / 4, 0.0, -0.0, 1.0 + fi.eps,
+                      float("inf"), float("-inf"), float("nan")], dtype=getattr(torch, dtype))
+    j = torch_api.t2j(env, t)
+    observe.record(jax_dtype=str(j.dtype))
+    assert j.dtype == jnp.dtype(dtype), f"{dtype} became {j.dtype}"
+    back = torch_api.j2t(env, j)
+    assert back.dtype == t.dtype, f"round trip changed dtype {t.dtype} -> {back.dtype}"
+    # Bit for bit (so -0.0 and subnormals count), except NaN: only NaN-ness is promised (XLA may
+    # canonicalise its sign and payload; torch_xla 2.9's bfloat16 path does).
+    want = t.view(torch.int16).numpy()
+    finite = ~np.isnan(t.float().numpy())
+    for where, got in (("to JAX", np.asarray(j)), ("back to torch", back)):
+        got_bits = got.view(torch.int16).numpy() if hasattr(got, "numpy") else got.view(np.int16)
+        np.testing.assert_array_equal(got_bits[finite], want[finite], err_msg=f"{dtype}: {where}, bit patterns")
+        as_float = got.float().numpy() if hasattr(got, "numpy") else got.astype(np.float32)
+        assert np.isnan(as_float[~finite]).all(), f"{dtype}: {where}: NaN did not stay NaN"
+
+
+def tied_parameters_through_extract_jax(observe) -> None:
+    """Linear(4, 4) -> Tanh -> the same Linear: forward within its bound, gradient = torch's."""
+    env = torchax_env()
+    torch = require("torch")
+    import jax
+    import jax.numpy as jnp
+
+    torch.manual_seed(4)
+    lin = torch.nn.Linear(4, 4)
+    model = torch.nn.Sequential(lin, torch.nn.Tanh(), lin)
+    all_names = [n for n, _ in model.named_parameters(remove_duplicate=False)]
+    assert all_names == ["0.weight", "0.bias", "2.weight", "2.bias"], all_names
+    x = torch.from_numpy(np.random.default_rng(9).normal(size=(6, 4)).astype(np.float32))
+    states, jfn = torch_api.torchax_entry("extract_jax")(model)
+    observe.record(state_keys=sorted(states))
+    jx = torch_api.t2j(env, x)
+    y = np.asarray(jfn(states, (jx,)))
+    w, b = lin.weight.detach().numpy().astype(np.float64), lin.bias.detach().numpy().astype(np.float64)
+    x64 = x.numpy().astype(np.float64)
+    observe.record(forward=assert_within_bound(y, np.tanh(x64 @ w.T + b) @ w.T + b, forward_bound(w, b, w, b, x64).T,
+                                               why="float32 rounding: gamma_5 per dot, tanh 4 ulp"))
+    grads = jax.grad(lambda s: jnp.sum(jfn(s, (jx,)) ** 2))(states)
+    torch.sum(model(x) ** 2).backward()
+    # However torchax names the shared tensor (once, or once per name), the gradient that reaches
+    # it must be torch's: the sum over every state key that holds it.
+    for pname, p in (("weight", lin.weight), ("bias", lin.bias)):
+        keys = [k for k in states if k.endswith(pname)]
+        got = sum(np.asarray(grads[k], dtype=np.float64) for k in keys)
+        ref = p.grad.numpy().astype(np.float64)
+        # float32 backward through two 4-term layers: relative 2e-6 of the largest gradient is 16 ulps
+        # at 1.0 (measured 1.6e-7, 1.4 ulps, on the torchax bundled in torch_xla 2.9)
+        err = float(np.abs(got - ref).max() / np.abs(ref).max())
+        observe.record(**{f"grad.{pname}": {"keys": keys, "max_err_over_scale": err}})
+        assert err <= 2e-6, f"gradient of the tied {pname} (keys {keys}) is off by {err:.3g} of its scale"
+
+
+# --- test_entry_points.py (issue 23: interop entry points no other case calls) ---
+
+EP_A = np.linspace(-2.0, 2.0, 9, dtype=np.float32)
+EP_B = np.arange(9, dtype=np.float32) / 4.0
+
+
+def interop_jax_jit_of_a_torch_function(observe) -> None:
+    """interop.jax_jit(torch function) vs float64 within its derived bound."""
+    env = torchax_env()
+    torch = require("torch")
+    with env:
+        out = interop("jax_jit")(lambda a, b: torch.sin(a) * b + 1.0)(env.to_xla(torch.from_numpy(EP_A)),
+                                                                      env.to_xla(torch.from_numpy(EP_B)))
+    observe.record(result_type=type(out).__name__)
+    got = np.asarray(interop("jax_view")(out))
+    a64, b64 = EP_A.astype(np.float64), EP_B.astype(np.float64)
+    # sin (1 ulp at sin(a)) scaled by b (exact operand), one multiply and one add (0.5 ulp each)
+    s = np.sin(a64)
+    bound = np.abs(b64) * ulp(s, "float32") + 0.5 * ulp(s * b64, "float32") + 0.5 * ulp(s * b64 + 1.0, "float32")
+    observe.record(values=assert_within_bound(got, s * b64 + 1.0, bound, why="sin 1 ulp, mul and add 0.5 ulp"))
+
+
+def interop_jax_value_and_grad_matches_torch_autograd(observe) -> None:
+    """interop.jax_value_and_grad (the autograd bridge) vs torch autograd in float64."""
+    env = torchax_env()
+    torch = require("torch")
+
+    def loss(w, x):
+        return torch.sum(torch.tanh(x * w) ** 2)
+
+    with env:
+        value, grad = interop("jax_value_and_grad")(loss)(env.to_xla(torch.from_numpy(EP_A)),
+                                                          env.to_xla(torch.from_numpy(EP_B)))
+    view = interop("jax_view")
+    w = torch.from_numpy(EP_A.copy()).double().requires_grad_(True)
+    ref = loss(w, torch.from_numpy(EP_B).double())
+    ref.backward()
+    # float32 vs float64: 9 terms of tanh(.)^2 summed: relative 2e-6 of the sum of |terms| is ~16
+    # ulps; the gradient per element is a few roundings of values below 4: 2e-6 absolute, ~16 ulps.
+    scale = float(torch.sum(torch.tanh(torch.from_numpy(EP_B).double() * w.detach()) ** 2))
+    observe.record(value=assert_within_bound(np.asarray(view(value)), ref.detach().numpy(), 2e-6 * scale,
+                                             why="9-term float32 sum of tanh^2: ~16 ulps of the sum"))
+    observe.record(grad=assert_within_bound(np.asarray(view(grad)), w.grad.numpy(), 2e-6,
+                                            why="per element a few float32 roundings below 4: ~16 ulps"))
+
+
 CORES = {
     "test_interop.py::test_round_trip": round_trip,
     "test_interop.py::test_jax_grad_through_torch_module": jax_grad_through_torch_module,
@@ -340,4 +537,12 @@ CORES = {
     # the property's @example (found on torchax 0.0.4)
     "test_properties.py::test_generated_module_grads_match_torch_autograd":
         (generated_module_grads, {"kinds": ["softplus"], "width": [2], "batch": 4, "seed": 3}),
+    "test_tight_numerics.py::test_interop_call_jax_is_within_the_ops_ulp_bound": interop_call_jax_within_ulps,
+    "test_tight_numerics.py::test_extract_jax_forward_is_within_its_rounding_bound": extract_jax_forward_within_bound,
+    "test_layouts.py::test_round_trip_of_a_view_starting_inside_its_storage": offset_view_round_trip,
+    "test_layouts.py::test_low_precision_round_trip_keeps_dtype_and_range": low_precision_round_trip,
+    "test_layouts.py::test_tied_parameters_through_extract_jax": tied_parameters_through_extract_jax,
+    "test_entry_points.py::test_interop_jax_jit_of_a_torch_function": interop_jax_jit_of_a_torch_function,
+    "test_entry_points.py::test_interop_jax_value_and_grad_matches_torch_autograd":
+        interop_jax_value_and_grad_matches_torch_autograd,
 }

@@ -1,0 +1,26 @@
+"""torchax.interop entry points no other case calls: jax_jit and jax_value_and_grad (the
+autograd bridge: jax.value_and_grad of a torch function, checked against torch autograd).
+
+Each is looked up through torch_api.torchax_entry, so its presence is recorded and judged
+against matrices/apis/torchax.yaml (an entry point missing inside its range is api-drift).
+Cores in suites/torchax/cores.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.torchax import cores
+
+
+@pytest.fixture(scope="module")
+def env():
+    return cores.torchax_env()
+
+
+def test_interop_jax_jit_of_a_torch_function(env, observe):
+    cores.interop_jax_jit_of_a_torch_function(observe)
+
+
+def test_interop_jax_value_and_grad_matches_torch_autograd(env, observe):
+    cores.interop_jax_value_and_grad_matches_torch_autograd(observe)

@@ -74,8 +74,8 @@ def _run(argv: list[str], env: dict | None = None, check: bool = True) -> subpro
 
 def bench_env(cell_name: str, repeat: int) -> dict:
     """Warm uv env creation vs python -m venv + pip install of the same pins."""
-    from harness.build.envs import ensure_env
-    from harness.build.matrix import catalogue
+    from harness.cells.envs import ensure_env
+    from harness.cells.matrix import catalogue
 
     cell = catalogue().cell(cell_name)
     pins = [r for r in cell.requirements()]
@@ -112,8 +112,8 @@ print(time.perf_counter() - t)
 
 def bench_floor(cell_name: str, repeat: int) -> dict:
     """The cell's suite through the harness vs import-once + the scenarios' own call time."""
-    from harness.build.envs import ensure_env
-    from harness.build.matrix import catalogue
+    from harness.cells.envs import ensure_env
+    from harness.cells.matrix import catalogue
 
     cell = catalogue().cell(cell_name)
     env = ensure_env(cell)
@@ -179,7 +179,7 @@ def bench_parallel(repeat: int, cells: tuple[str, ...] = (), sweep_spec: str | N
 
 def bench_sweep(spec: str, repeat: int) -> dict:
     """A release sweep over the jax-only families: cold (empty env + uv caches) once, then warm."""
-    from harness.build.sweep import from_spec
+    from harness.cells.sweep import from_spec
 
     n_cells = len(from_spec(spec).cells)
 

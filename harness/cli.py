@@ -223,8 +223,8 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argparse.Namespace | None = None):
-    from harness.build.matrix import catalogue, load_matrix
-    from harness.build.sweep import matrix_from_args
+    from harness.cells.matrix import catalogue, load_matrix
+    from harness.cells.sweep import matrix_from_args
 
     swept = matrix_from_args(matrix_files, args) if args is not None else None
     if swept is not None:
@@ -239,7 +239,7 @@ def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argpa
 
 
 def _prepare(cell, progress):
-    from harness.build.envs import ensure_env
+    from harness.cells.envs import ensure_env
 
     return ensure_env(cell, log=lambda m: progress(cell.name, {"event": "env", "message": m}))
 
@@ -321,9 +321,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.worker_cell:
         cells = [cell_from_json(args.worker_cell)]
     else:
-        from harness.build.floating import resolve_cells
+        from harness.cells.floating import resolve_cells
 
-        from harness.build.sources import apply_with, describe, is_source_with, parse_pair, with_items
+        from harness.cells.sources import apply_with, describe, is_source_with, parse_pair, with_items
 
         sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
         args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
@@ -380,8 +380,8 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.run.cellrun import run_cell
-    from harness.build.devices import available
-    from harness.build.envs import ensure_env
+    from harness.cells.devices import available
+    from harness.cells.envs import ensure_env
     from harness.run.parallel import cores
     from harness.run.workers import worker_count
     from harness.judge.live import case_judge
@@ -441,9 +441,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from harness.build.matrix import catalogue, load_matrix
+    from harness.cells.matrix import catalogue, load_matrix
 
-    from harness.build.sweep import matrix_from_args
+    from harness.cells.sweep import matrix_from_args
 
     m = matrix_from_args(args.matrix, args)
     if m is None:
@@ -453,7 +453,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     elif args.format == "json":
         print(json.dumps([c.describe() for c in m.cells], indent=1))
     elif args.format == "github":
-        from harness.build.devices import RUNNERS
+        from harness.cells.devices import RUNNERS
 
         print(json.dumps({"include": [{"cell": c.name, "device": c.device, "runs-on": c.runs_on or RUNNERS[c.device]}
                                       for c in m.cells]}))
@@ -467,8 +467,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Validate matrices, known-issues and API-range files (every matrices/ file when none are named)."""
     from harness.judge.apis import DEFAULT_PATH as DEFAULT_APIS, load_api_ranges
     from harness.judge.expectations import load_expectations
-    from harness.build.matrix import MATRICES_DIR, catalogue, load_matrix
-    from harness.build.yamlio import load_yaml
+    from harness.cells.matrix import MATRICES_DIR, catalogue, load_matrix
+    from harness.cells.yamlio import load_yaml
 
     if not args.files:
         m = catalogue()
@@ -483,7 +483,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         elif f.is_dir() or (isinstance(doc := load_yaml(f), dict) and "issues" in doc):
             print(f"ok: {f}: {len(load_expectations(f))} known issues")
         elif isinstance(doc, dict) and "sweeps" in doc:  # lists releases on the index to expand it
-            from harness.build.sweep import load_sweep
+            from harness.cells.sweep import load_sweep
 
             print(f"ok: {f}: sweep of {len(load_sweep(f).cells)} cells")
         else:

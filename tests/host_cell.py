@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.build.cell import Cell
-from harness.build.envs import Env
+from harness.cells.cell import Cell
+from harness.cells.envs import Env
 
 CELL = Cell(name="host-cpu", device="cpu", pins={"jax": "0.6.0"}, timeout_s=60)
 

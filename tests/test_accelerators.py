@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.cell import Cell
-from harness.build.devices import available, runtime_packages
-from harness.build.envs import Env, EnvError
-from harness.build.matrix import load_matrix
+from harness.cells.cell import Cell
+from harness.cells.devices import available, runtime_packages
+from harness.cells.envs import Env, EnvError
+from harness.cells.matrix import load_matrix
 from harness.errors import UserError
 from harness.judge.apply import apply_expectations
 from harness.judge.results import read_results
@@ -379,7 +379,7 @@ JAX = {"jax": ("0.6.0", "__version__ = '0.6.0'\n")}
      r"^libtpu \(tpu runtime\): import libtpu failed: OSError: libtpu.so: cannot open shared object file$"),
 ])
 def test_an_env_without_a_working_device_runtime_is_an_env_error(tmp_path, libtpu, want):
-    from harness.build.envs import verify
+    from harness.cells.envs import verify
 
     python = _fake_site_python(tmp_path, {**JAX, **({"libtpu": libtpu} if libtpu else {})})
     with pytest.raises(EnvError, match=want):
@@ -387,7 +387,7 @@ def test_an_env_without_a_working_device_runtime_is_an_env_error(tmp_path, libtp
 
 
 def test_a_gpu_env_without_jaxs_cuda_plugin_is_an_env_error(tmp_path):
-    from harness.build.envs import verify
+    from harness.cells.envs import verify
 
     python = _fake_site_python(tmp_path, {**JAX, "jax-cuda12-plugin": ("0.6.0", "")})
     with pytest.raises(EnvError, match=r"^jax-cuda12-pjrt \(gpu runtime\): not installed"):
@@ -395,7 +395,7 @@ def test_a_gpu_env_without_jaxs_cuda_plugin_is_an_env_error(tmp_path):
 
 
 def test_an_env_with_its_runtime_reports_the_runtimes_version(tmp_path):
-    from harness.build.envs import verify
+    from harness.cells.envs import verify
 
     python = _fake_site_python(tmp_path, {**JAX, "libtpu": ("0.0.13", "")})
     (tmp_path / "site" / "libtpu").mkdir()
@@ -466,7 +466,7 @@ def test_the_callers_start_up_variables_stay_out_of_the_probe(tmp_path, monkeypa
 
 
 def test_the_env_check_sees_the_env_not_the_callers_start_up_variables(tmp_path, monkeypatch):
-    from harness.build.envs import verify
+    from harness.cells.envs import verify
 
     python = _fake_site_python(tmp_path, JAX)
     monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the check's Python starting

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli, faults
-from harness.build import envs
+from harness.cells import envs
 from harness.errors import UserError
 from harness.judge.results import read_results
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from harness import cli
-from harness.build import envs
+from harness.cells import envs
 from tests.host_cell import host_env
 
 REPO = Path(__file__).resolve().parent.parent

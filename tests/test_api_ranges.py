@@ -262,7 +262,7 @@ def test_api_drift_on_a_real_cell_in_run_and_rejudged(tmp_path, monkeypatch):
     shipped from 0.5.0, the same run is `api-drift` (exit 1), and the report re-judges it back.
     The cell records facts only; the run's judge (handed in by the caller) and the report decide."""
     from harness.run.cellrun import run_cell
-    from harness.build.matrix import catalogue
+    from harness.cells.matrix import catalogue
     from harness.judge.live import case_judge
     from harness.judge.results import read_results
 

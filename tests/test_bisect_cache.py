@@ -6,7 +6,7 @@ import pytest
 
 from harness.bisect import probe as probe_mod
 from harness.bisect.probe import Answer, Prober, definite
-from harness.build.cell import Cell
+from harness.cells.cell import Cell
 
 BASE = Cell(name="jax060-cpu", device="cpu", pins={"jax": "0.6.0", "jaxlib": "0.6.0"})
 TEST = "suites/x/test_y.py::test_z"

@@ -12,8 +12,8 @@ from harness.bisect import probe as probe_mod
 from harness.bisect.probe import Prober, _package_import_error, script_file
 from harness.bisect.report import render
 from harness.bisect.search import BAD, GOOD, SKIP
-from harness.build.cell import Cell
-from harness.build.envs import Env
+from harness.cells.cell import Cell
+from harness.cells.envs import Env
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 from packaging.version import Version
 
 from harness.bisect.probe import classify, probe_cell
-from harness.build.releases import between, list_versions, nearest, paired_pins
-from harness.build.cell import Cell
+from harness.cells.releases import between, list_versions, nearest, paired_pins
+from harness.cells.cell import Cell
 from harness.errors import UserError
 
 

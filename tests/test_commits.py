@@ -19,7 +19,7 @@ import pytest
 
 from harness.bisect.commits import CommitProber, first_parent, pr_link, resolve_bound
 from harness.bisect.probe import Answer, Prober
-from harness.build.cell import Cell
+from harness.cells.cell import Cell
 from harness.cli import main
 from harness.errors import UserError
 from tests.toyrepo import CASE, make_toy_repo
@@ -186,7 +186,7 @@ def test_a_commit_without_a_jaxlib_for_it_is_a_skip_not_a_bad(tmp_path):
     assert ok.pins["jaxlib"] == "0.5.3" and not ok.unresolved
     no = prober.cell_for(shas[1])
     assert "no released jaxlib in [0.9.0, 0.9.0]" in no.unresolved
-    from harness.build.envs import EnvError, ensure_env
+    from harness.cells.envs import EnvError, ensure_env
     with pytest.raises(EnvError, match="cannot be probed"):  # the probe's env-error: a skip with this reason
         ensure_env(no)
 
@@ -303,7 +303,7 @@ def test_ctrl_c_mid_bisection_then_a_rerun_resumes(tmp_path, monkeypatch, capsys
     ("setup.py", "No module named 'not_a_build_dependency'"),
 ])
 def test_a_tree_whose_build_fails_says_why_in_one_line(tmp_path, monkeypatch, broken, why):
-    from harness.build.envs import EnvError, _build_wheel
+    from harness.cells.envs import EnvError, _build_wheel
     from tests.toyrepo import PYPROJECT
 
     monkeypatch.setenv("SEAMS_ENVS_DIR", str(tmp_path / "envs"))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.run.cellrun import run_cell
-from harness.build.matrix import catalogue
+from harness.cells.matrix import catalogue
 from harness.judge.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def test_two_cells_into_one_folder_at_once_and_the_same_cell_twice(tmp_path):
 
 
 def test_two_processes_building_the_same_new_env_build_it_once(tmp_path):
-    code = ("import json,sys; from harness.build.matrix import catalogue; from harness.build.envs import ensure_env; "
+    code = ("import json,sys; from harness.cells.matrix import catalogue; from harness.cells.envs import ensure_env; "
             "e = ensure_env(catalogue().cell('jax060-cpu')); print(json.dumps({'reused': e.reused, 'path': str(e.path)}))")
     env = {**os.environ, "SEAMS_ENVS_DIR": str(tmp_path / "envs")}
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)

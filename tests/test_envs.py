@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.envs import EnvError, ensure_env, env_dir, verify, _one_line
-from harness.build.matrix import load_matrix
+from harness.cells.envs import EnvError, ensure_env, env_dir, verify, _one_line
+from harness.cells.matrix import load_matrix
 
 pytestmark = pytest.mark.e2e
 
@@ -97,7 +97,7 @@ def _truncate(path):
 def test_an_env_whose_rebuild_fails_is_an_env_error_saying_both_why(shared_envs, monkeypatch):
     cell, env = _built(shared_envs)
     (env.path / "xla-seams-env.json").write_text("not json")
-    monkeypatch.setattr("harness.build.envs.uv_executable", lambda: "/nonexistent/uv")
+    monkeypatch.setattr("harness.cells.envs.uv_executable", lambda: "/nonexistent/uv")
     with pytest.raises(EnvError) as exc:
         ensure_env(cell)
     assert "cached env was damaged (marker xla-seams-env.json is corrupt" in exc.value.reason

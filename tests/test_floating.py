@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.cell import Cell
-from harness.build.envs import EnvError, ensure_env
+from harness.cells.cell import Cell
+from harness.cells.envs import EnvError, ensure_env
 from harness.errors import UserError
-from harness.build.floating import resolve, resolve_cells
-from harness.build.matrix import load_matrix
+from harness.cells.floating import resolve, resolve_cells
+from harness.cells.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 DEV = "0.11.0.dev20261122"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.matrix import load_matrix
-from harness.build.startup_env import STARTUP_VARS
+from harness.cells.matrix import load_matrix
+from harness.cells.startup_env import STARTUP_VARS
 from harness.errors import UserError
 from harness.judge.results import read_results
 from harness.report.command import report_command

@@ -30,8 +30,8 @@ def test_the_contracts_hold():
 @pytest.mark.parametrize("module, line, broken", [
     # a stage importing one above it (the report reaching into the nightly)
     ("harness/report/model.py", "import harness.nightly.news", "harness.report is not allowed to import harness.nightly"),
-    # the build stage reaching into the runner (what envs -> lifeline looked like when lifeline was the run's)
-    ("harness/build/envs.py", "import harness.run.cellrun", "harness.build is not allowed to import harness.run"),
+    # the cells stage reaching into the runner (what envs -> lifeline looked like when lifeline was the run's)
+    ("harness/cells/envs.py", "import harness.run.cellrun", "harness.cells is not allowed to import harness.run"),
     # in-cell code importing the judge, or a library the cell env does not install
     ("harness/incell/plugin.py", "import harness.judge.verdicts", "harness.incell is not allowed to import harness.judge"),
     ("harness/incell/ir.py", "import rich", "harness.incell is not allowed to import rich"),

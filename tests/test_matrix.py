@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import UserError
-from harness.build.matrix import catalogue, load_matrix
+from harness.cells.matrix import catalogue, load_matrix
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.build.matrix import load_matrix
-from harness.build.sweep import is_sweep_file
+from harness.cells.matrix import load_matrix
+from harness.cells.sweep import is_sweep_file
 
 REPO = Path(__file__).resolve().parent.parent
 NIGHTLY = REPO / ".github" / "workflows" / "nightly.yml"

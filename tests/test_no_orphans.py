@@ -115,7 +115,7 @@ def test_a_hung_test_killed_by_the_watchdog_takes_its_grandchildren_along(tmp_pa
 
 def test_a_harness_killed_while_building_an_env_leaves_no_uv_behind_and_the_next_build_cleans_up(tmp_path):
     envs = tmp_path / "envs"
-    code = ("from harness.build.matrix import catalogue; from harness.build.envs import ensure_env; "
+    code = ("from harness.cells.matrix import catalogue; from harness.cells.envs import ensure_env; "
             "ensure_env(catalogue().cell('jax053-cpu'))")
     env = {**os.environ, "SEAMS_ENVS_DIR": str(envs)}
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, start_new_session=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.run import parallel
-from harness.build.cell import Cell
+from harness.cells.cell import Cell
 
 REPO = Path(__file__).resolve().parent.parent
 CELLS = ("jax053-cpu", "jax060-cpu")
@@ -112,7 +112,7 @@ def test_interrupting_a_parallel_run_ends_every_cells_pytest(tmp_path, sig):
 def test_a_worker_gets_exactly_the_parents_cell():
     import dataclasses
 
-    from harness.build.matrix import catalogue
+    from harness.cells.matrix import catalogue
 
     cells = list(catalogue().cells)
     cells.append(dataclasses.replace(cells[0], name="float-cpu", floating={"jax": "nightly"},

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.run.cellrun import run_cell
-from harness.build.matrix import catalogue
+from harness.cells.matrix import catalogue
 from harness.judge.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from harness.build.cell import Cell
-from harness.build.envs import EnvError
+from harness.cells.cell import Cell
+from harness.cells.envs import EnvError
 from harness.redact import redact, redact_all
 
 REPO = Path(__file__).resolve().parent.parent

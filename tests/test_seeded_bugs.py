@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness.run.cellrun import run_cell
-from harness.build.matrix import catalogue
+from harness.cells.matrix import catalogue
 from harness.judge.results import read_results
 
 pytestmark = pytest.mark.e2e

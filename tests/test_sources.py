@@ -1,4 +1,4 @@
-"""Sources beyond the index (harness.build.sources): parsing, resolving, pairing, exporting, env keys.
+"""Sources beyond the index (harness.cells.sources): parsing, resolving, pairing, exporting, env keys.
 
 Fast: real git repositories of a toy package in tmp, no env is built (the e2e tests in
 tests/test_commits.py build cells from them).
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from harness.build.cell import Cell
-from harness.build.matrix import load_matrix
-from harness.build.sources import (SourceError, apply_with, is_source_with, materialize, pair_jaxlib,
+from harness.cells.cell import Cell
+from harness.cells.matrix import load_matrix
+from harness.cells.sources import (SourceError, apply_with, is_source_with, materialize, pair_jaxlib,
                                    parse_pair, resolve_cell, resolve_source, spec_from_with, spec_from_yaml)
 from harness.errors import UserError
 from tests.toyrepo import git, make_toy_repo
@@ -204,7 +204,7 @@ def test_jaxlib_is_the_newest_release_the_tree_allows(tmp_path):
     base = _cell(pins={"jax": "0.5.3", "jaxlib": "0.5.3"})
     cell = lambda sha: apply_with([base], [f"jax={tmp_path / 'jax'}@{sha}"], {})  # noqa: E731
 
-    import harness.build.sources as sources
+    import harness.cells.sources as sources
 
     orig = sources._released_jaxlibs
     sources._released_jaxlibs = lambda _c: (lambda: JAXLIBS)
@@ -269,7 +269,7 @@ def test_the_report_names_a_cells_sources(tmp_path):
 
 
 def test_seams_with_is_read_like_the_command_line(toy, tmp_path):
-    from harness.build.sources import with_items
+    from harness.cells.sources import with_items
 
     assert with_items(["a=b"], {"SEAMS_WITH": "jax=../jax 'torchax=/a b@main'"}) == ["a=b", "jax=../jax", "torchax=/a b@main"]
     with pytest.raises(SourceError, match="SEAMS_WITH"):
@@ -290,7 +290,7 @@ def test_seams_with_is_read_like_the_command_line(toy, tmp_path):
      "the tree declares 1.0.0 but the build installed 2.0.0"),
 ])
 def test_the_version_check_wants_the_build_of_that_source(tmp_path, rec, why):
-    from harness.build.envs import EnvError, _check_source
+    from harness.cells.envs import EnvError, _check_source
 
     src_dir, env = tmp_path / "src" / "seamtoy-abc", tmp_path / "env"
     src_dir.mkdir(parents=True)

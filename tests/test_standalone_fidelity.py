@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.envs import ensure_env
-from harness.build.matrix import load_matrix
+from harness.cells.envs import ensure_env
+from harness.cells.matrix import load_matrix
 from harness.judge.expectations import load_expectations
 from harness.paths import MATRICES_DIR, REPO, SUITES_DIR
 from harness.report.repro import safe_name

@@ -12,7 +12,7 @@ import pytest
 from harness.errors import UserError
 from harness.judge.since import since_summary, summarize_case, version_lines
 from harness.report.markdown import render_since_markdown
-from harness.build.sweep import cell_stem, from_spec, load_sweep
+from harness.cells.sweep import cell_stem, from_spec, load_sweep
 
 REPO = Path(__file__).resolve().parent.parent
 

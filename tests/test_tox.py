@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.build.matrix import catalogue
+from harness.cells.matrix import catalogue
 
 REPO = Path(__file__).resolve().parent.parent
 MERGE_ENV = "report"
@@ -127,7 +127,7 @@ def test_report_of_a_results_folder_merges_every_cell(tmp_path):
 def test_a_run_that_replaces_a_wider_report_says_so(tmp_path):
     from rich.console import Console
 
-    from harness.build.cell import Cell
+    from harness.cells.cell import Cell
     from harness.cli import _note_replaced_report
 
     (tmp_path / "report.json").write_text(json.dumps({"cells": [{"cell": "jax053-cpu"}, {"cell": "xla29-cpu"}]}))

@@ -15,7 +15,7 @@ import pytest
 from harness.run import workers
 from harness.incell import xdist_worker
 from harness.run.cellrun import _pytest_argv, _Watch
-from harness.build.cell import Cell
+from harness.cells.cell import Cell
 from harness.judge.results import read_results
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ from harness.errors import UserError
 
 if TYPE_CHECKING:  # the stages themselves are imported when the command runs: `--help` stays cheap
     from harness.bisect.probe import Prober
-    from harness.build.cell import Cell
+    from harness.cells.cell import Cell
 
 DESCRIPTION = """\
 Binary-search the released versions of a package between a good and a bad bound, building a probe
@@ -71,8 +71,8 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _base_cell(args: argparse.Namespace) -> Cell:
-    from harness.build.cell import Cell
-    from harness.build.matrix import DEFAULT_MATRIX, catalogue, load_matrix
+    from harness.cells.cell import Cell
+    from harness.cells.matrix import DEFAULT_MATRIX, catalogue, load_matrix
 
     if args.cell:
         return catalogue().cell(args.cell)
@@ -123,7 +123,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from harness.bisect.probe import Prober
     from harness.bisect.report import render
     from harness.bisect.search import bisect
-    from harness.build.releases import between, held_pins, list_versions, nearest
+    from harness.cells.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
     if args.commits and not args.package:
@@ -204,8 +204,8 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
     """`bisect --commits`: the first bad commit between two refs of --repo (append: after the release
     bisection's report in --markdown, for --to-commit)."""
     from harness.bisect.commits import bisect_commits, render_commits
-    from harness.build.releases import held_pins
-    from harness.build.sources import parse_pair
+    from harness.cells.releases import held_pins
+    from harness.cells.sources import parse_pair
     from harness.safeio import check_writable
 
     if not args.repo:

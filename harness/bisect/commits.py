@@ -2,7 +2,7 @@
 
 The candidates are the first-parent history from the good ref to the bad one (a merged branch is
 one step, as it landed). Each probe is a cell with the package taken from that commit
-(harness.build.sources: `git archive` of the paths a build needs, installed by uv), paired with a
+(harness.cells.sources: `git archive` of the paths a build needs, installed by uv), paired with a
 released binary by rule (jax -> jaxlib from the commit's jax/version.py) unless --pair says which.
 A commit that does not resolve, build, install or import is a skip (git bisect's 125), routed
 around by the same search as releases (harness.bisect.search). Answers are cached per commit, so a
@@ -19,8 +19,8 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from harness.bisect.probe import Answer, Prober
-from harness.build.cell import Cell
-from harness.build.sources import SourceError, _git, local_repo, resolve_cell, resolve_ref
+from harness.cells.cell import Cell
+from harness.cells.sources import SourceError, _git, local_repo, resolve_cell, resolve_ref
 from harness.errors import UserError
 
 _COPYBARA = re.compile(r"^COPYBARA_INTEGRATE_REVIEW=(https?://\S+?/pull/\d+)", re.M)
@@ -118,8 +118,8 @@ class CommitProber(Prober):
             if self._lister is not None:
                 self._jaxlibs = self._lister()
             else:
-                from harness.build.cell import PYTHON
-                from harness.build.releases import list_versions
+                from harness.cells.cell import PYTHON
+                from harness.cells.releases import list_versions
 
                 self._jaxlibs = list_versions("jaxlib", self.base.index_url, self.base.find_links, python=PYTHON)
         return self._jaxlibs

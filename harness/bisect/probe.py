@@ -18,11 +18,11 @@ from typing import Any, Callable, Sequence
 from packaging.utils import canonicalize_name
 
 from harness.bisect.search import BAD, GOOD, SKIP
-from harness.build.releases import paired_pins
-from harness.build.cell import Cell
+from harness.cells.releases import paired_pins
+from harness.cells.cell import Cell
 from harness.run.cellrun import run_cell
 from harness.incell.compat import API_ABSENT, NOT_IN_CELL
-from harness.build.envs import EnvError, ensure_env
+from harness.cells.envs import EnvError, ensure_env
 from harness import faults, lifeline
 from harness.errors import UserError
 from harness.paths import SUITES_DIR

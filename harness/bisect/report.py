@@ -6,7 +6,7 @@ import difflib
 from typing import Any
 
 from harness.bisect.probe import Answer
-from harness.build.cell import Cell
+from harness.cells.cell import Cell
 from harness.report.repro import fenced, harness_install_line
 
 _IR_KEYS = ("stablehlo", "hlo", "jaxpr", "ir")

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
-from harness.build.yamlio import line_of, load_yaml
+from harness.cells.yamlio import line_of, load_yaml
 from harness.incell.compat import APIS_OBSERVATION
 from harness.paths import MATRICES_DIR
 

@@ -10,10 +10,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.build.devices import DEVICE_TYPES
+from harness.cells.devices import DEVICE_TYPES
 from harness.errors import UserError
 from harness.judge.outcomes import RAW_OUTCOMES
-from harness.build.yamlio import line_of, load_yaml
+from harness.cells.yamlio import line_of, load_yaml
 from harness.paths import MATRICES_DIR
 
 # One file per scenario family, so each family's known issues live beside each other.

@@ -76,8 +76,8 @@ class CellResults:
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
     source: str = ""  # the matrix file:line or `--sweep SPEC` that made the cell (for repro commands)
-    floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.build.floating)
-    sources: dict[str, str] = field(default_factory=dict)  # package -> where it was built from (harness.build.sources)
+    floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.cells.floating)
+    sources: dict[str, str] = field(default_factory=dict)  # package -> where it was built from (harness.cells.sources)
     collected_ids: list[str] | None = None  # what the first pytest of the cell collected
     selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
     env_verified: dict[str, str] = field(default_factory=dict)  # --build-only: what the env check found installed

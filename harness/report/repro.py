@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.build.cell import RUNTIME_REQUIREMENTS
+from harness.cells.cell import RUNTIME_REQUIREMENTS
 from harness.judge.testids import read_suite_module
 from harness.paths import REPO
 from harness.report.issue_body import fence, issue_body, scrub_paths, title

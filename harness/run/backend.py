@@ -1,6 +1,6 @@
 """Before a gpu/tpu cell's tests: does the device's runtime start at all, within a deadline?
 
-The device probe (harness.build.devices) only sees that a device *should* be here (/dev/accel*,
+The device probe (harness.cells.devices) only sees that a device *should* be here (/dev/accel*,
 /dev/nvidia*, SEAMS_ASSUME_DEVICE). Whether its runtime starts is another matter: libtpu retries the
 instance metadata server for minutes, chips may be held by another process, CUDA may fail to
 initialise. Left to pytest, that is a 300 s collection hang that never says why. So a probe process
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import faults, lifeline
-from harness.build.cell import Cell
-from harness.build.startup_env import drop_startup_vars
+from harness.cells.cell import Cell
+from harness.cells.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.incell.resultsfile import signal_name
 

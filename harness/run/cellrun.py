@@ -31,10 +31,10 @@ from typing import Callable, Sequence
 from filelock import FileLock, Timeout
 
 from harness import __version__, faults, lifeline
-from harness.build.cell import Cell
-from harness.build.devices import available, not_run_reason
-from harness.build.envs import Env, EnvError, ensure_env, verify
-from harness.build.startup_env import drop_startup_vars
+from harness.cells.cell import Cell
+from harness.cells.devices import available, not_run_reason
+from harness.cells.envs import Env, EnvError, ensure_env, verify
+from harness.cells.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
 from harness.safeio import refuse_special

@@ -27,7 +27,7 @@ from typing import IO, Sequence
 from rich.markup import escape
 
 from harness import faults, lifeline
-from harness.build.cell import Cell
+from harness.cells.cell import Cell
 from harness.incell.resultsfile import signal_name
 from harness.run.cellrun import close_dead_run
 from harness.run.progress import CellProgress

@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from packaging.version import Version
 
-from harness.build.releases import list_versions, paired_pins
-from harness.build.cell import FLOATING, PYTHON, Cell
+from harness.cells.releases import list_versions, paired_pins
+from harness.cells.cell import FLOATING, PYTHON, Cell
 from harness.errors import UserError
 
 # Where `nightly` pins list and install from, unless SEAMS_NIGHTLY_INDEX_URL or the cell's own

@@ -23,12 +23,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from harness.build.startup_env import is_startup_var
-from harness.build.cell import FLOATING, Cell
-from harness.build.devices import DEVICE_TYPES
-from harness.build.sources import spec_from_yaml
+from harness.cells.startup_env import is_startup_var
+from harness.cells.cell import FLOATING, Cell
+from harness.cells.devices import DEVICE_TYPES
+from harness.cells.sources import spec_from_yaml
 from harness.errors import UserError
-from harness.build.yamlio import line_of, load_yaml
+from harness.cells.yamlio import line_of, load_yaml
 
 from harness.paths import MATRICES_DIR
 DEFAULT_MATRIX = MATRICES_DIR / "default.yaml"
@@ -110,7 +110,7 @@ def _pins(ctx: _Ctx, node: Any, owner: Any, sources: dict[str, dict] | None = No
         if isinstance(ver, bool) or not isinstance(ver, _SCALARS):
             raise ctx.err(node, pkg, f"{pkg}: {ver!r} is not a version; write an exact release such as '0.6.0'")
         ver_s = str(ver)
-        if ver_s in FLOATING:  # resolved to an exact version at build time (harness.build.floating)
+        if ver_s in FLOATING:  # resolved to an exact version at build time (harness.cells.floating)
             pins[canonicalize_name(pkg)] = ver_s
             continue
         try:

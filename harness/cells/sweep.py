@@ -15,7 +15,7 @@ to hold other packages) or as a sweep file (matrices/sweeps/*.yaml, validated wi
         with:                             # what some releases need beside them (first match wins)
           - {versions: "~=2.8.0", pins: {jax: 0.6.2}, extras: ["flax==0.11.2"]}
 
-Releases are listed with harness.build.releases (PyPI, an index_url, find_links); jax moves with
+Releases are listed with harness.cells.releases (PyPI, an index_url, find_links); jax moves with
 the same jaxlib and only releases both have are swept; torch_xla moves with torch X.Y.0. Cells are
 built and validated by the matrix code and named the way users type them: jax0438-cpu, xla27-cpu,
 xla281-cpu, torchax0013-cpu.
@@ -30,11 +30,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
-from harness.build.releases import list_versions, paired_pins
-from harness.build.cell import PYTHON, Cell
+from harness.cells.releases import list_versions, paired_pins
+from harness.cells.cell import PYTHON, Cell
 from harness.errors import UserError
-from harness.build.matrix import DEFAULT_MATRIX, MATRICES_DIR, Matrix, _build_cell, _check_keys, _Ctx, _device, _devices
-from harness.build.yamlio import line_of, load_yaml
+from harness.cells.matrix import DEFAULT_MATRIX, MATRICES_DIR, Matrix, _build_cell, _check_keys, _Ctx, _device, _devices
+from harness.cells.yamlio import line_of, load_yaml
 
 SWEEPS_DIR = MATRICES_DIR / "sweeps"
 _PREFIX = {"jax": "jax", "torch-xla": "xla", "torchax": "torchax", "torch": "torch"}
@@ -173,8 +173,8 @@ def is_sweep_file(path: Path) -> bool:
 
 def matrix_from_args(matrix_files: list[Path] | None, args) -> Matrix | None:
     """The matrix the sweep options and sweep files describe, or None when there are none."""
-    from harness.build.releases import held_pins
-    from harness.build.matrix import load_matrix
+    from harness.cells.releases import held_pins
+    from harness.cells.matrix import load_matrix
 
     specs = getattr(args, "sweep", None) or []
     files = list(matrix_files or [])

@@ -34,7 +34,7 @@ from typing import Any, Callable
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from harness.build.cell import IMPORT_NAMES, Cell
+from harness.cells.cell import IMPORT_NAMES, Cell
 from harness.errors import UserError
 
 KINDS = ("wheel", "path", "git")
@@ -482,8 +482,8 @@ def resolve_cell(cell: Cell, pair: dict[str, str] | None = None,
 
 def _released_jaxlibs(cell: Cell) -> Callable[[], list[Version]]:
     def listing() -> list[Version]:
-        from harness.build.cell import PYTHON
-        from harness.build.releases import list_versions
+        from harness.cells.cell import PYTHON
+        from harness.cells.releases import list_versions
 
         return list_versions("jaxlib", cell.index_url, cell.find_links, python=PYTHON)
     return listing

@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from harness.build.devices import JAX_PLATFORMS, PJRT, device_extra
+from harness.cells.devices import JAX_PLATFORMS, PJRT, device_extra
 from harness.redact import redact, redact_all
 
 PYTHON = "3.11"
@@ -17,7 +17,7 @@ PYTHON = "3.11"
 RUNTIME_REQUIREMENTS = ("pytest>=8", "pytest-reportlog>=0.4", "pyyaml>=6", "packaging>=23", "numpy",
                         "hypothesis>=6.100", "pytest-xdist>=3.5", "regex>=2024.4")
 # Packages whose pinned version must import and report exactly that version.
-# Pins resolved at build time (harness.build.floating): the newest release, the newest nightly build.
+# Pins resolved at build time (harness.cells.floating): the newest release, the newest nightly build.
 FLOATING = ("latest", "nightly")
 IMPORT_NAMES = {"jax": "jax", "jaxlib": "jaxlib", "torch": "torch", "torch-xla": "torch_xla",
                 "torchax": "torchax", "flax": "flax", "optax": "optax", "libtpu": "libtpu"}
@@ -40,7 +40,7 @@ class Cell:
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly`, before resolving
     extra_index_urls: tuple[str, ...] = ()  # e.g. the nightly index a `nightly` pin resolved on
     unresolved: str = ""  # why a floating pin could not be resolved: building the env is then an env-error
-    # Packages from a wheel file, a source tree or a git ref (harness.build.sources): package -> the
+    # Packages from a wheel file, a source tree or a git ref (harness.cells.sources): package -> the
     # source, resolved (SHA or content hash, declared version) before the env is built.
     sources: dict[str, dict] = field(default_factory=dict)
 
@@ -49,7 +49,7 @@ class Cell:
         reqs = []
         for pkg, ver in {**self.pins, **{k: self.pins.get(k, "") for k in self.sources}}.items():
             if pkg in self.sources:
-                from harness.build.sources import requirement
+                from harness.cells.sources import requirement
 
                 reqs.append(requirement(pkg, self.sources[pkg]))
                 continue
@@ -60,7 +60,7 @@ class Cell:
     def run_env(self) -> dict[str, str]:
         """Environment variables the cell's processes run under."""
         env = {"PJRT_DEVICE": PJRT[self.device]}
-        if self.device in JAX_PLATFORMS:  # never a silent fallback to the host (harness.build.devices)
+        if self.device in JAX_PLATFORMS:  # never a silent fallback to the host (harness.cells.devices)
             env["JAX_PLATFORMS"] = JAX_PLATFORMS[self.device]
         env.update(self.env)
         return env

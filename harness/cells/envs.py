@@ -32,9 +32,9 @@ from filelock import FileLock
 
 from harness import lifeline
 from harness.redact import redact
-from harness.build.cell import IMPORT_NAMES, PYTHON, Cell
-from harness.build.devices import runtime_packages
-from harness.build.startup_env import drop_startup_vars
+from harness.cells.cell import IMPORT_NAMES, PYTHON, Cell
+from harness.cells.devices import runtime_packages
+from harness.cells.startup_env import drop_startup_vars
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -194,7 +194,7 @@ def _check_source(dist: str, rec: dict, source: Path, python: Path, cell: Cell) 
 
 def ensure_env(cell: Cell, log: Callable[[str], None] = lambda _m: None) -> Env:
     """Return the cell's env, building and verifying it first if it is not cached or is damaged."""
-    if cell.unresolved:  # a floating pin (latest/nightly) that did not resolve: harness.build.floating
+    if cell.unresolved:  # a floating pin (latest/nightly) that did not resolve: harness.cells.floating
         raise EnvError(cell.unresolved)
     root = envs_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -331,7 +331,7 @@ def _alive(pid: int) -> bool:
 
 def _materialize(cell: Cell, dest: Path, log: Callable[[str], None]) -> dict[str, Path]:
     """Export each source the cell takes (git archive, or a copy of the tree) into dest."""
-    from harness.build.sources import SourceError, describe, materialize
+    from harness.cells.sources import SourceError, describe, materialize
 
     out = {}
     for pkg, src in cell.sources.items():
@@ -352,7 +352,7 @@ def _build_wheel(pkg: str, tree: Path, dest: Path, log: Callable[[str], None]) -
 
     uv's default (a fresh isolated build env per build) cost 8 of the 13 s of installing a jax commit
     on a busy machine; a bisection builds one tree per probe with the same requirements."""
-    from harness.build.sources import SourceError, build_requires
+    from harness.cells.sources import SourceError, build_requires
 
     try:
         requires = build_requires(tree)
@@ -448,13 +448,13 @@ def _uv_install(cell: Cell, target: Path, fresh: bool = False, installed_from: d
     install = [uv, "pip", "install", "--quiet", "--python", str(target / "bin" / "python")]
     if cell.index_url:
         install += ["--index-url", cell.index_url]
-    for url in cell.extra_index_urls:  # a `nightly` pin's index (harness.build.floating)
+    for url in cell.extra_index_urls:  # a `nightly` pin's index (harness.cells.floating)
         install += ["--extra-index-url", url]
     for link in cell.find_links:
         install += ["--find-links", link]
     reqs = ["--", *cell.requirements()]
     if installed_from:  # a source is installed from the folder or wheel it was exported to
-        from harness.build.sources import requirement
+        from harness.cells.sources import requirement
 
         named = {requirement(pkg, cell.sources[pkg]): f"{pkg} @ {path.resolve().as_uri()}"
                  for pkg, path in installed_from.items()}

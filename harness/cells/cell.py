@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from harness.cells.devices import JAX_PLATFORMS, PJRT, device_extra
 from harness.redact import redact, redact_all
@@ -49,8 +52,6 @@ class Cell:
         reqs = []
         for pkg, ver in {**self.pins, **{k: self.pins.get(k, "") for k in self.sources}}.items():
             if pkg in self.sources:
-                from harness.cells.sources import requirement
-
                 reqs.append(requirement(pkg, self.sources[pkg]))
                 continue
             extra = device_extra(self.device, pkg, list(self.pins))
@@ -106,3 +107,18 @@ class Cell:
                 "runs_on": self.runs_on, "source": self.source,
                 **({"floating": self.floating} if self.floating else {}),
                 **({"sources": self.sources} if self.sources else {})}
+
+def is_url(text: str) -> bool:
+    """A repository URL (scheme://... or scp-like user@host:path), not a local path."""
+    return "://" in text or re.match(r"[\w.-]+@[\w.-]+:", text) is not None
+
+
+def requirement(package: str, src: dict[str, Any]) -> str:
+    """A PEP 508 requirement naming the source (env key, install line): pip can install it as written
+    on the machine that has the source."""
+    if src["kind"] == "git":
+        url = src["location"] if is_url(src["location"]) else Path(src["location"]).as_uri()
+        sub = f"#subdirectory={src['subdir']}" if src.get("subdir") else ""
+        return f"{package} @ git+{url}@{src.get('sha', src.get('ref', 'HEAD'))}{sub}"
+    loc = Path(src["location"], src.get("subdir", "")) if src["kind"] == "path" else Path(src["location"])
+    return f"{package} @ {loc.as_uri()}"

@@ -454,7 +454,7 @@ def _uv_install(cell: Cell, target: Path, fresh: bool = False, installed_from: d
         install += ["--find-links", link]
     reqs = ["--", *cell.requirements()]
     if installed_from:  # a source is installed from the folder or wheel it was exported to
-        from harness.cells.sources import requirement
+        from harness.cells.cell import requirement
 
         named = {requirement(pkg, cell.sources[pkg]): f"{pkg} @ {path.resolve().as_uri()}"
                  for pkg, path in installed_from.items()}

@@ -34,7 +34,7 @@ from typing import Any, Callable
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from harness.cells.cell import IMPORT_NAMES, Cell
+from harness.cells.cell import IMPORT_NAMES, Cell, is_url as _is_url
 from harness.errors import UserError
 
 KINDS = ("wheel", "path", "git")
@@ -154,10 +154,6 @@ def _subdir(value: str) -> str:
 
 def _abs(path: str, base: Path) -> str:
     return str((base / Path(path).expanduser()).resolve())
-
-
-def _is_url(text: str) -> bool:
-    return "://" in text or re.match(r"[\w.-]+@[\w.-]+:", text) is not None
 
 
 def _repo_location(text: str, base: Path) -> str:
@@ -423,17 +419,6 @@ def describe(src: dict[str, Any]) -> str:
     if src["kind"] == "path" and src.get("sha"):
         return f"{where}, commit {src['sha']}" + (f", dirty (content {src['content_hash'][:12]})" if src.get("dirty") else ", clean")
     return f"{where}, content sha256 {src['content_hash'][:12]}"
-
-
-def requirement(package: str, src: dict[str, Any]) -> str:
-    """A PEP 508 requirement naming the source (env key, install line): pip can install it as written
-    on the machine that has the source."""
-    if src["kind"] == "git":
-        url = src["location"] if _is_url(src["location"]) else Path(src["location"]).as_uri()
-        sub = f"#subdirectory={src['subdir']}" if src.get("subdir") else ""
-        return f"{package} @ git+{url}@{src.get('sha', src.get('ref', 'HEAD'))}{sub}"
-    loc = Path(src["location"], src.get("subdir", "")) if src["kind"] == "path" else Path(src["location"])
-    return f"{package} @ {loc.as_uri()}"
 
 
 # ---------------------------------------------------------------- pairing

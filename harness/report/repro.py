@@ -171,6 +171,6 @@ def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS)
         stem = name.removesuffix(".md")
         script = script_for(case_id, cells[cell], r)
         if script is not None:
-            atomic_write(out_dir / f"{stem}.py", script)
-        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"))
+            atomic_write(out_dir / f"{stem}.py", script, durable=False)
+        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"), durable=False)
     return len(files)

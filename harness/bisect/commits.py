@@ -19,6 +19,7 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from harness.bisect.probe import Answer, Prober
+from harness.bisect.report import first_bad_details
 from harness.cells.cell import Cell
 from harness.cells.sources import SourceError, _git, local_repo, resolve_cell, resolve_ref
 from harness.errors import UserError
@@ -176,15 +177,7 @@ def render_commits(summary: dict[str, Any], answers: list[Answer], commits: dict
                 f"{summary['bound_checks']} confirming the bounds; cached answers reused: {summary['cached']}; "
                 f"skipped: {summary['skips']}); {summary['n_commits']} first-parent commits after the good bound; "
                 f"wall time {summary['wall_s']:.1f} s"]
-    fb = summary.get("first_bad_answer")
-    if fb and fb.message:
-        out += ["", h("error at the first bad commit"), "```" if markdown else "", fb.message.strip()[:4000],
-                "```" if markdown else ""]
-    diff = summary.get("ir_diff")
-    if diff:
-        key, text = diff
-        out += ["", h(f"{key} diff between last good and first bad"), "```diff" if markdown else "", text,
-                "```" if markdown else ""]
+    out += first_bad_details(summary, h, markdown, "the first bad commit", limit=4000)
     out += ["", f"Reproduce with: {summary['command']}"]
     return "\n".join(out) + "\n"
 

@@ -30,6 +30,22 @@ def ir_diff(good: Answer | None, bad: Answer | None) -> tuple[str, str] | None:
     return None
 
 
+def first_bad_details(summary: dict[str, Any], h: Any, markdown: bool, where: str, limit: int | None = None) -> list[str]:
+    """The error at the first bad probe and the IR diff between last good and first bad, where the
+    case recorded them: the same block for a release and a commit bisection."""
+    out: list[str] = []
+    fb = summary.get("first_bad_answer")
+    if fb and fb.message:
+        out += ["", h(f"error at {where}"), "```" if markdown else "", fb.message.strip()[:limit],
+                "```" if markdown else ""]
+    diff = summary.get("ir_diff")
+    if diff:
+        key, text = diff
+        out += ["", h(f"{key} diff between last good and first bad"), "```diff" if markdown else "", text,
+                "```" if markdown else ""]
+    return out
+
+
 def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell | None, markdown: bool) -> str:
     """Terminal text or Markdown, ending with how to reproduce."""
     h = (lambda t: f"## {t}") if markdown else (lambda t: f"{t}:")
@@ -49,14 +65,7 @@ def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell 
     out += ["", f"probes run: {summary['probes_run']} (cached answers reused: {summary['cached']}); "
                 f"{summary['n_between']} releases between the bounds; wall time {summary['wall_s']:.1f} s"]
     fb = summary.get("first_bad_answer")
-    if fb and fb.message:
-        out += ["", h(f"error at the first bad version ({fb.version})"), "```" if markdown else "", fb.message.strip(),
-                "```" if markdown else ""]
-    diff = summary.get("ir_diff")
-    if diff:
-        key, text = diff
-        out += ["", h(f"{key} diff between last good and first bad"), "```diff" if markdown else "", text,
-                "```" if markdown else ""]
+    out += first_bad_details(summary, h, markdown, f"the first bad version ({fb.version})" if fb else "")
     if first_bad_cell is not None:
         env = " ".join(f"{k}={v}" for k, v in first_bad_cell.run_env().items())
         run = (f"{env} python -m pytest -p no:cacheprovider '{summary['test_id']}'  # from a clone of xla-seams"

@@ -155,3 +155,28 @@ def test_no_results_files_at_all_is_news():
     from harness.nightly.news import news_lines
 
     assert news_lines([]) == ["no cell ran (zero tests is never a pass)"]
+
+
+@pytest.mark.parametrize("selection, whole", [
+    ({"keyword": "", "markexpr": "", "args": ["suites"], "resumed": False}, True),
+    ({"args": ["suites/"]}, True),
+    ({}, True),
+    ({"keyword": "ok"}, False),
+    ({"markexpr": "e2e"}, False),
+    ({"deselected": 3}, False),
+    ({"resumed": True}, False),
+    ({"args": ["suites/shard_map"]}, False),
+    ({"args": ["suites", "suites/x.py::test_a"]}, False),
+])
+def test_one_reading_of_a_selection_for_the_runner_and_the_judge(selection, whole):
+    """The runner's 'N of M cases selected' and the judge's stale-known-issue check ask the same
+    question of the plugin's `selection` record; each way of narrowing a run is not the whole suite."""
+    from harness.incell.resultsfile import whole_suite
+    from harness.judge.apply import _full_run
+    from harness.judge.results import CellResults
+    from harness.run.cellrun import _narrowed, _Watch
+
+    assert whole_suite(selection) is whole
+    assert (_narrowed(_Watch(collected=["a"], selection=selection)) == "") is whole
+    cell = CellResults(path=Path("x.jsonl"), cell="c-cpu", device="cpu", pins={}, collected_ids=["a"], selection=selection)
+    assert _full_run(cell) is whole

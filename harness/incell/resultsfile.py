@@ -9,6 +9,19 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def selected_paths(selection: dict[str, Any]) -> list[str]:
+    """The paths and node ids a run named other than the suites folder (from a Collected record's
+    `selection`, which the plugin writes)."""
+    return [str(a) for a in selection.get("args") or [] if str(a).rstrip("/") != "suites"]
+
+
+def whole_suite(selection: dict[str, Any]) -> bool:
+    """Whether a Collected record's `selection` is the whole suite: no -k, -m, --deselect, resume or
+    path. The runner's status and the judge's stale-known-issue check read it the same way."""
+    return not (selection.get("keyword") or selection.get("markexpr") or selection.get("deselected")
+                or selection.get("resumed") or selected_paths(selection))
+
+
 def signal_name(returncode: int | None) -> str | None:
     """'SIGSEGV' for a process killed by a signal (a negative return code), else None."""
     if returncode is None or returncode >= 0:

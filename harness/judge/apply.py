@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from harness.incell.resultsfile import whole_suite
 from harness.judge.apis import ApiDrift, ApiRange, default_api_ranges
 from harness.judge.expectations import Expectation, applicable_expectations, normalize_versions
 from harness.judge.results import CellResults
@@ -49,8 +50,7 @@ def _full_run(cell: CellResults) -> bool:
     sel = cell.selection
     if sel is None or cell.collected_ids is None:
         return False  # results from before the plugin recorded its selection: keep what they say
-    return (not sel.get("keyword") and not sel.get("markexpr") and not sel.get("resumed")
-            and all(str(a).rstrip("/") == "suites" for a in sel.get("args") or ["suites"]))
+    return whole_suite(sel)
 
 
 def stale_expectations(expectations: list[Expectation], collected: list[str], versions: Mapping[str, str | None],

@@ -8,13 +8,14 @@ the cell reported. A run without one (a bisect probe) shows raw outcomes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from harness.judge.apis import default_api_ranges, load_api_ranges
 from harness.judge.expectations import DEFAULT_PATH, applicable_expectations, load_expectations
 from harness.judge.verdicts import judge_case
 
-CaseJudge = Callable[[str, str, "str | None", Mapping[str, Any], Mapping[str, "str | None"], str], str]
+if TYPE_CHECKING:  # the runner defines what it calls; importing it for real would load the runner
+    from harness.run.cellrun import CaseJudge
 
 
 def case_judge(expectations: Path | None = None, apis: Path | None = None) -> CaseJudge:

@@ -26,7 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from filelock import FileLock, Timeout
 
@@ -38,7 +38,7 @@ from harness.cells.startup_env import drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
 from harness.safeio import refuse_special
-from harness.incell.resultsfile import file_tail, signal_name
+from harness.incell.resultsfile import file_tail, selected_paths, signal_name, whole_suite
 from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
 from harness.run.stream import ResultsStream, append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
@@ -53,7 +53,7 @@ _POLL_S = 0.2
 ProgressFn = Callable[[str, dict], None]
 # (nodeid, raw, message, observations, versions, device) -> verdict: the judge's, handed down by the
 # caller (harness.judge.live); the runner itself judges nothing.
-CaseJudge = Callable[[str, str, "str | None", dict, dict, str], str]
+CaseJudge = Callable[[str, str, "str | None", Mapping[str, Any], Mapping[str, "str | None"], str], str]
 _RAW_SHOWN = {"pass": "ok", "skip": "skipped"}
 
 
@@ -490,13 +490,13 @@ def _narrowed(watch: _Watch) -> str:
     """'2 of 101 cases selected (-k ok)' for a run narrowed by -k, -m, --deselect or paths, else ''.
     A narrowed run is never a plain "complete": it says what it left out."""
     sel, n = watch.selection or {}, len(watch.collected or [])
+    if whole_suite(sel):
+        return ""
     by = [f"-k {sel['keyword']!r}"] if sel.get("keyword") else []
     by += [f"-m {sel['markexpr']!r}"] if sel.get("markexpr") else []
-    paths = [a for a in sel.get("args") or [] if a != "suites"]
+    paths = selected_paths(sel)
     by += [", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")] if paths else []
     deselected = sel.get("deselected") or 0
-    if not by and not deselected:
-        return ""
     whole = f"{n} of {n + deselected}" if deselected else f"{n}"
     scope = "" if deselected and not paths else " (not the whole suite)"
     return f"{whole} cases selected" + (f" by {'; '.join(by)}" if by else "") + scope

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.incell import compat
 from harness.judge import coverage
-from harness.report import report_command
+from harness.report.command import report_command
 from tests.results_fixtures import COMPUTE, PVARY, SHARD, case, cell_file, known_issues
 
 STREAM = "suites/compute_on/test_eager_vs_aot.py::test_stream_annotation_reaches_the_lowering"

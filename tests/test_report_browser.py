@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("pytest_playwright", reason="pytest-playwright is not installed (pip install -e '.[test]')")
 
-from harness.report import report_command  # noqa: E402
+from harness.report.command import report_command  # noqa: E402
 from harness.report.synthetic import EAGER_AOT, JAX_SWEEP, LINEARIZE, sweep_cell_name, write_jax_sweep_results  # noqa: E402
 
 pytestmark = pytest.mark.browser

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from harness.cli import build_parser
 from harness.judge.results import read_many
-from harness.report import latest_session, report_command
+from harness.report.command import latest_session, report_command
 from harness.report.diff import compare, render_text, whole_cells
 from harness.report.history import build_history, render_history_markdown
 from harness.report.model import cell_sort_key

@@ -165,3 +165,53 @@ def test_no_test_id_or_message_becomes_a_command_in_a_repro_or_an_issue(case_id,
     assert no_controls(title)
     assert all(no_controls(ln) for ln in body.split("\n")[:6]), body[:400]
     assert command_line({}, ["x", case_id]).isprintable()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_junit_round_trips_any_text_and_counts(seed):
+    """junit.xml is written as text (for speed): any id, cell, message or link parses back to what
+    xml_text makes of it, and each suite's counts are its cases'."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from harness.judge.outcomes import FAILING_VERDICTS
+    from harness.report.junit import render_junit, xml_text
+
+    verdicts = st.sampled_from(sorted(FAILING_VERDICTS | {"ok", "known-bug", "skipped"}))
+    results = st.dictionaries(st.text(min_size=1, max_size=8), st.tuples(verdicts, st.text(max_size=40),
+                                                                          st.text(max_size=20)), min_size=1, max_size=4)
+
+    @settings(max_examples=60, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.tuples(st.text(max_size=30), results), max_size=5, unique_by=lambda c: xml_text(c[0])))
+    def check(cases):
+        cells = sorted({cell for _, res in cases for cell in res} | {f"empty{seed}"})
+        report = {"cells": [{"cell": c, "verdict": "complete", "status": "complete", "reason": None,
+                             "expectation": None} for c in cells],
+                  "cases": [{"id": cid, "results": {cell: {"verdict": v, "raw": "fail", "message": msg,
+                                                           "expectation": {"link": link}, "duration": 0.5}
+                                                    for cell, (v, msg, link) in res.items()}}
+                            for cid, res in cases]}
+        raw = render_junit(report)
+        xml.dom.minidom.parseString(raw)
+        root = ET.fromstring(raw)
+        for suite in root:
+            tcs = suite.findall("testcase")
+            assert suite.get("tests") == str(len(tcs))
+            assert suite.get("failures") == str(len(suite.findall("testcase/failure")))
+            assert suite.get("skipped") == str(len(suite.findall("testcase/skipped")))
+        by_cell = {s.get("name"): s for s in root}
+        assert set(by_cell) == {xml_text(c) for c in cells}
+        for cid, res in cases:
+            for cell, (v, msg, link) in res.items():
+                tc = [t for t in by_cell[xml_text(cell)].findall("testcase") if t.get("name") == xml_text(cid)][0]
+                assert tc.get("classname") == xml_text(cell)
+                fail = tc.find("failure")
+                if v in FAILING_VERDICTS:
+                    assert (fail.text or "") == xml_text(msg.strip()) and fail.get("type") == v
+                elif v in ("known-bug", "skipped"):
+                    assert tc.find("skipped").get("message") == f"{v}: {xml_text(link) or xml_text(msg.strip())}"[:500]
+                else:
+                    assert fail is None and tc.find("skipped") is None
+        assert by_cell[f"empty{seed}"].find("testcase").get("name") == "(whole cell)"
+
+    check()

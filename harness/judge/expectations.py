@@ -202,11 +202,12 @@ def _check_unique(expectations: list[Expectation]) -> None:
 
 
 def applicable_expectations(
-    expectations: list[Expectation], nodeid: str, versions: Mapping[str, str | None], device: str
+    expectations: list[Expectation], nodeid: str | None, versions: Mapping[str, str | None], device: str
 ) -> list[Expectation]:
-    """Every expectation covering nodeid that applies to these versions and device, in file order."""
+    """Every expectation covering nodeid (any id when None) that applies to these versions and
+    device, in file order."""
     versions = normalize_versions(versions)
-    return [e for e in expectations if e.covers(nodeid) and e.applies(versions, device)]
+    return [e for e in expectations if (nodeid is None or e.covers(nodeid)) and e.applies(versions, device)]
 
 
 def find_expectation(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,17 @@ def read_suite_module(nodeid: str) -> tuple[str, ast.Module] | None:
     if REPO not in file.parents:
         return None
     try:
-        text = file.read_text(encoding="utf-8")
+        st = file.stat()
+    except (OSError, ValueError):
+        return None
+    return _parsed(str(file), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=64)
+def _parsed(file: str, mtime_ns: int, size: int) -> tuple[str, ast.Module] | None:
+    """Read and parse once per file version: a report's 500 repros name a handful of modules."""
+    try:
+        text = Path(file).read_text(encoding="utf-8")
         return text, ast.parse(text)
     except (OSError, SyntaxError, ValueError):
         return None

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from typing import Any
+from xml.sax.saxutils import escape, quoteattr
 
 from harness.judge.outcomes import FAILING_VERDICTS
 
 # Characters XML 1.0 cannot carry at all (control characters such as ESC from ANSI colours, lone
 # surrogates): written as visible \xNN escapes so the file stays valid and the message readable.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Whitespace an attribute value must carry as references, or an XML parser normalises it to spaces.
+_ATTR_WS = {"\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
+_TEXT_CR = {"\r": "&#13;"}  # a bare CR in text is read back as LF
 
 
 def xml_text(value: Any) -> str:
@@ -19,34 +22,51 @@ def xml_text(value: Any) -> str:
                         str(value))
 
 
-def render_junit(report: dict[str, Any]) -> bytes:
-    """The JUnit XML document."""
-    root = ET.Element("testsuites", name="xla-seams")
-    suites: dict[str, ET.Element] = {}
-    for c in report["cells"]:
-        suites[c["cell"]] = ET.SubElement(root, "testsuite", name=xml_text(c["cell"]), tests="0", failures="0", skipped="0")
+def _attr(value: Any) -> str:
+    return quoteattr(xml_text(value), _ATTR_WS)
 
-    def add(cell: str, name: str, r: dict[str, Any]) -> None:
-        suite = suites[cell]
-        tc = ET.SubElement(suite, "testcase", classname=xml_text(cell), name=xml_text(name),
-                           time=str(r.get("duration") or 0))
+
+class _Suite:
+    """One cell's <testsuite>: its testcase elements as text, and the counts its attributes carry.
+
+    Written as strings, not through ElementTree: building and serialising 10k elements was a
+    quarter of a 10k-result report's time."""
+
+    def __init__(self, cell: str) -> None:
+        self.cell, self.cases, self.failures, self.skipped = cell, [], 0, 0
+
+    def add(self, name: str, r: dict[str, Any]) -> None:
         v = r["verdict"]
+        head = f'<testcase classname={_attr(self.cell)} name={_attr(name)} time={_attr(r.get("duration") or 0)}'
         msg = xml_text((r.get("message") or "").strip())
         link = xml_text((r.get("expectation") or {}).get("link", ""))
         if v in FAILING_VERDICTS:
-            el = ET.SubElement(tc, "failure", message=f"{v}: {msg.splitlines()[0] if msg else r['raw']}"[:500], type=v)
-            el.text = msg
-            suite.set("failures", str(int(suite.get("failures")) + 1))
+            first = f"{v}: {msg.splitlines()[0] if msg else r['raw']}"[:500]
+            body = f"<failure message={_attr(first)} type={_attr(v)}>{escape(msg, _TEXT_CR)}</failure>"
+            self.failures += 1
         elif v in ("known-bug", "skipped"):
-            ET.SubElement(tc, "skipped", message=f"{v}: {link or msg}"[:500])
-            suite.set("skipped", str(int(suite.get("skipped")) + 1))
-        suite.set("tests", str(int(suite.get("tests")) + 1))
+            body = f"<skipped message={_attr(f'{v}: {link or msg}'[:500])} />"
+            self.skipped += 1
+        else:
+            self.cases.append(head + " />")
+            return
+        self.cases.append(f"{head}>{body}</testcase>")
 
+    def xml(self) -> str:
+        return (f"<testsuite name={_attr(self.cell)} tests=\"{len(self.cases)}\" failures=\"{self.failures}\" "
+                f"skipped=\"{self.skipped}\">{''.join(self.cases)}</testsuite>")
+
+
+def render_junit(report: dict[str, Any]) -> bytes:
+    """The JUnit XML document."""
+    suites = {c["cell"]: _Suite(c["cell"]) for c in report["cells"]}
     for case in report["cases"]:
         for cell, r in case["results"].items():
-            add(cell, case["id"], r)
+            suites[cell].add(case["id"], r)
     for c in report["cells"]:
-        if suites[c["cell"]].get("tests") == "0":
-            add(c["cell"], "(whole cell)", {"verdict": c["verdict"] if c["verdict"] != "complete" else "incomplete",
-                                            "raw": c["status"], "message": c["reason"], "expectation": c["expectation"]})
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+        if not suites[c["cell"]].cases:
+            suites[c["cell"]].add("(whole cell)", {"verdict": c["verdict"] if c["verdict"] != "complete" else "incomplete",
+                                                   "raw": c["status"], "message": c["reason"], "expectation": c["expectation"]})
+    body = "".join(s.xml() for s in suites.values())
+    return ("<?xml version='1.0' encoding='utf-8'?>\n"
+            f'<testsuites name="xla-seams">{body}</testsuites>').encode("utf-8")

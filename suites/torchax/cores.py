@@ -590,9 +590,10 @@ def _j2t_autograd_forward_backward(fn, observe) -> None:
     assert w.grad is not None and x.grad is not None, f"no gradient reached (w: {w.grad is not None}, x: {x.grad is not None})"
     w64, x64 = EP_A.astype(np.float64), EP_B.astype(np.float64)
     by, bdw, bdx = _sin_mul_add_bounds(w64, x64)
-    observe.record(value=assert_within_bound(np.asarray(view(y.detach())), np.sin(w64) * x64 + 1.0, by, why=WHY_SIN_MUL_ADD),
-                   grad_w=assert_within_bound(np.asarray(view(w.grad)), np.cos(w64) * x64, bdw, why=WHY_SIN_MUL_ADD),
-                   grad_x=assert_within_bound(np.asarray(view(x.grad)), np.sin(w64), bdx, why=WHY_SIN_MUL_ADD))
+    # One at a time: what passed is recorded before a failing check.
+    observe.record(value=assert_within_bound(np.asarray(view(y.detach())), np.sin(w64) * x64 + 1.0, by, why=WHY_SIN_MUL_ADD))
+    observe.record(grad_w=assert_within_bound(np.asarray(view(w.grad)), np.cos(w64) * x64, bdw, why=WHY_SIN_MUL_ADD))
+    observe.record(grad_x=assert_within_bound(np.asarray(view(x.grad)), np.sin(w64), bdx, why=WHY_SIN_MUL_ADD))
 
 
 def interop_j2t_autograd_of_a_torch_function(observe) -> None:

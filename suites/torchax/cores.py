@@ -107,7 +107,7 @@ def jax_grad_through_torch_module(observe) -> None:
     ref = dict(model.named_parameters())
     assert sorted(grads) == sorted(ref), f"parameter names differ: {sorted(grads)} vs {sorted(ref)}"
     for name, p in ref.items():
-        observe.close(np.asarray(grads[name]), host(p.grad), rtol=1e-5, atol=1e-6, name=f"grad.{name}")
+        observe.close(np.asarray(grads[name]), host(p.grad), rtol=1e-5, atol=1e-6, name=f"grad.{name}")  # MSE over a batch: XLA and torch reduce the batch in different orders (n * eps); 1e-5 is ~84 ulps at 1
     n_leaves = len(jax.tree_util.tree_leaves(states))
     text = jax.jit(loss).lower(states, jx, jy).as_text()
     observe.record(param_leaves=n_leaves, main_arguments=count_main_arguments(text))
@@ -153,7 +153,7 @@ def optax_step_matches_torch_optim(opt: str, observe) -> None:
     observe.record(stablehlo_main_arguments=count_main_arguments(lowered))
     assert count_main_arguments(lowered) == len(jax.tree_util.tree_leaves((params, opt_state))) + 2
     for name, p in model.named_parameters():
-        observe.close(np.asarray(params[name]), host(p), rtol=1e-5, atol=1e-6, name=f"param.{name}")
+        observe.close(np.asarray(params[name]), host(p), rtol=1e-5, atol=1e-6, name=f"param.{name}")  # two optax vs torch.optim steps: adam's sqrt and division round differently; 1e-5 is ~84 ulps at 1
 
 
 def interop(name: str):
@@ -173,7 +173,7 @@ def interop_call_jax(observe) -> None:
         out = interop("call_jax")(lambda u, v: jnp.sin(u) * v, ta, tb)
     observe.record(result_type=type(out).__name__)
     assert isinstance(out, torch.Tensor)
-    observe.close(np.asarray(interop("jax_view")(out)), host(torch.sin(a) * b), rtol=1e-6, atol=1e-6)
+    observe.close(np.asarray(interop("jax_view")(out)), host(torch.sin(a) * b), rtol=1e-6, atol=1e-6)  # vs torch CPU float32: XLA may fuse a*b+c into one FMA and its sin is a few ulps from torch's; 1e-6 is ~8 ulps at 1
 
 
 def jax_view_and_torch_view_on_pytrees(observe) -> None:
@@ -318,13 +318,13 @@ def generated_module_grads(kinds: list, width: list, batch: int, seed: int, obse
     value, grads = jax.value_and_grad(loss)(states, jx, jy)
     tloss = torch.mean((model(x) - y) ** 2)
     tloss.backward()
-    np.testing.assert_allclose(float(value), float(tloss), rtol=1e-5, atol=1e-6, err_msg="loss")
+    np.testing.assert_allclose(float(value), float(tloss), rtol=1e-5, atol=1e-6, err_msg="loss")  # loss: generated Sequential (LayerNorm: mean and variance reductions) in XLA's order vs torch's: 84 ulps at 1
     ref = dict(model.named_parameters())
     assert sorted(grads) == sorted(ref), f"parameter names differ: {sorted(grads)} vs {sorted(ref)}"
     for name, p in ref.items():
         g = np.asarray(grads[name])
         assert g.shape == tuple(p.shape), f"grad.{name}: shape {g.shape}, parameter {tuple(p.shape)}"
-        np.testing.assert_allclose(g, host(p.grad), rtol=1e-4, atol=1e-6, err_msg=f"grad.{name}")
+        np.testing.assert_allclose(g, host(p.grad), rtol=1e-4, atol=1e-6, err_msg=f"grad.{name}")  # gradients run the chain backwards too, doubling the reductions: 1e-4
 
 
 # --- test_tight_numerics.py (issue 23: per-op ulp and rounding-error bounds vs float64) ---

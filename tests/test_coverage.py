@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.incell import compat
 from harness.judge import coverage
 from harness.report.command import report_command
@@ -92,3 +94,69 @@ def test_an_api_that_ships_in_a_cell_but_no_case_there_probed_is_listed():
     # jax.unused was probed only in b, where it does not ship: in a, where it ships, nothing called it.
     assert coverage.uncalled_apis(report, ranges) == [
         {"api": "jax.unused", "package": "jax", "shipped": ">=0.5", "cells": ["a"]}]
+
+
+def _apis_case(nodeid: str, apis: dict[str, bool]) -> list[dict]:
+    """A passing case whose observations record the APIs it probed (as compat's found() does)."""
+    recs = case(nodeid, "pass")
+    recs[1]["user_properties"][0][1]["observations"]["apis"] = apis
+    return recs
+
+
+def _torchax_cell(tmp_path: Path, probed: dict[str, bool]) -> Path:
+    path = cell_file(tmp_path, "torchax0013-cpu", "0.7.2", [_apis_case("suites/torchax/test_entry_points.py::test_x", probed)])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for rec in lines:  # a torchax cell: the distribution whose version the torchax ranges are judged on
+        if rec["$report_type"] == "RunInfo":
+            rec["versions"].update(torchax="0.0.13", torch="2.9.0")
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return path
+
+
+def test_every_recorded_torchax_range_that_no_case_called_is_listed_in_every_output(tmp_path):
+    """With the real ranges of matrices/apis/: every torchax entry point called but j2t_autograd."""
+    from harness.judge.apis import default_api_ranges
+
+    torchax_apis = sorted(a for a, r in default_api_ranges().items() if r.package == "torchax")
+    assert "torchax.interop.call_torch" in torchax_apis and "torchax.interop.j2t_autograd" in torchax_apis
+    probed = {a: True for a in torchax_apis if a != "torchax.interop.j2t_autograd"}
+    out = tmp_path / "out"
+    report_command([_torchax_cell(tmp_path, probed)], out, known_issues(tmp_path, "  []\n"))
+    report = json.loads((out / "report.json").read_text())
+    uncalled = [g for g in report["coverage"]["uncalled_apis"] if g["package"] == "torchax"]
+    assert uncalled == [{"api": "torchax.interop.j2t_autograd", "package": "torchax", "shipped": ">=0.0.5",
+                         "cells": ["torchax0013-cpu"]}]
+    assert "torchax.interop.j2t_autograd" in (out / "report.md").read_text()
+    assert "torchax.interop.j2t_autograd" in (out / "report.html").read_text()
+
+
+def test_a_run_that_calls_every_torchax_entry_point_lists_none_uncalled(tmp_path):
+    from harness.judge.apis import default_api_ranges
+
+    probed = {a: True for a, r in default_api_ranges().items() if r.package == "torchax"}
+    report = {"cells": [{"cell": "t", "versions": {"torchax": "0.0.13"}}],
+              "cases": [{"id": "suites/torchax/test_entry_points.py::test_x", "results": {"t": {"raw": "pass", "observations": {"apis": probed}}}}]}
+    assert [g for g in coverage.uncalled_apis(report, default_api_ranges()) if g["package"] == "torchax"] == []
+    # An API recorded absent where it does not ship (j2t_autograd on 0.0.4) is no gap there either.
+    report["cells"][0]["versions"]["torchax"] = "0.0.4"
+    probed["torchax.interop.j2t_autograd"] = False
+    assert [g["api"] for g in coverage.uncalled_apis(report, default_api_ranges()) if g["package"] == "torchax"] == []
+
+
+@pytest.mark.e2e
+def test_a_real_torchax_run_calls_every_torchax_entry_point_with_a_range(tmp_path):
+    """The torchax family in a real torchax cell probes every API matrices/apis/torchax.yaml
+    records (call_torch and j2t_autograd included): the report lists none of them uncalled."""
+    from harness.cells.matrix import catalogue
+    from harness.run.cellrun import run_cell
+
+    results = tmp_path / "torchax0013-cpu.jsonl"
+    run_cell(catalogue().cell("torchax0013-cpu"), results,
+             ["suites/torchax/test_interop.py", "suites/torchax/test_entry_points.py"], timeout_s=300)
+    out = tmp_path / "out"
+    report_command([results], out)
+    report = json.loads((out / "report.json").read_text())
+    probed = {a for case in report["cases"] for r in case["results"].values()
+              for a in ((r.get("observations") or {}).get("apis") or {})}
+    assert {"torchax.interop.call_torch", "torchax.interop.j2t_autograd"} <= probed
+    assert [g["api"] for g in report["coverage"]["uncalled_apis"] if g["package"] == "torchax"] == []

@@ -203,3 +203,52 @@ def test_a_lossy_deserialize_is_caught_by_the_op_by_op_round_trip(tmp_path):
     assert attrs.raw == "fail" and "_xla_stream_annotation per op changed" in (attrs.message or ""), attrs
     assert memory.raw == "fail" and "output memory kinds changed" in (memory.message or ""), memory
     assert seeded.cases[ROUND_TRIP_HOST].raw == "pass", "the host attribute survives: the older case is blind"
+
+
+# --- every public entry point exercised (issue 23 class 3) ---
+
+HOST_GRAD = "suites/compute_on/test_upstream_parity.py::test_grad_through_a_host_function_keeps_both_host_calls[plain]"
+
+
+def test_a_host_placement_on_the_first_call_site_only_is_caught_per_call_site(tmp_path):
+    """The per-op invariant: every host call site carries the compute type, not only some op."""
+    ids = [HOST_GRAD, HOST]
+    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
+    seeded = _run_ids(tmp_path, "jax0102-cpu", "host_placement_on_first_call_only", ids)
+    grad = seeded.cases[HOST_GRAD]
+    assert grad.raw == "fail" and "expected 2 host calls" in (grad.message or "") and "found 1" in grad.message, grad
+    assert seeded.cases[HOST].raw == "pass", "one call site, attribute present: the older case is blind"
+
+
+VALUE_AND_GRAD = "suites/torchax/test_entry_points.py::test_interop_jax_value_and_grad_matches_torch_autograd"
+TORCH_MODULE_GRAD = "suites/torchax/test_interop.py::test_jax_grad_through_torch_module"
+MODULE_GRAD_PROPERTY = "suites/torchax/test_properties.py::test_generated_module_grads_match_torch_autograd"
+
+
+def test_a_wrong_gradient_from_jax_value_and_grad_is_caught_by_the_entry_point_case_only(tmp_path):
+    ids = [VALUE_AND_GRAD, TORCH_MODULE_GRAD, MODULE_GRAD_PROPERTY]
+    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "xla29-cpu", "value_and_grad_gradient_off", ids)
+    case = seeded.cases[VALUE_AND_GRAD]
+    assert case.raw == "fail" and "its bound" in (case.message or ""), case
+    for i in (TORCH_MODULE_GRAD, MODULE_GRAD_PROPERTY):
+        assert seeded.cases[i].raw == "pass", f"{i} takes jax.grad directly: blind to the seed"
+
+
+J2T_AUTOGRAD = "suites/torchax/test_entry_points.py::test_interop_j2t_autograd_of_a_torch_function"
+CALL_TORCH = "suites/torchax/test_entry_points.py::test_interop_call_torch_under_jax_grad"
+
+
+def test_a_lost_gradient_in_j2t_autograd_is_caught_by_its_entry_point_case(tmp_path):
+    ids = [J2T_AUTOGRAD, CALL_TORCH, MODULE_GRAD_PROPERTY]
+    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
+    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
+    seeded = _run_ids(tmp_path, "xla29-cpu", "j2t_autograd_drops_later_gradients", ids)
+    case = seeded.cases[J2T_AUTOGRAD]
+    assert case.raw == "fail" and "its bound" in (case.message or ""), case
+    # The forward value and w's gradient were right: the failure is x's gradient, not the value.
+    assert {"value", "grad_w"} <= set(case.observations) and "grad_x" not in case.observations, case.observations
+    for i in (CALL_TORCH, MODULE_GRAD_PROPERTY):
+        assert seeded.cases[i].raw == "pass", f"{i} does not go through j2t_autograd: blind to the seed"

@@ -34,7 +34,7 @@ def eager_vs_aot(order: str, observe) -> None:
     f = co("device_host")(jax.jit(body)) if order == "compute_on_outside_jit" else jax.jit(co("device_host")(body))
     x = jnp.asarray(X)
     eager = f(x)
-    observe.close(eager, X + 1.0, rtol=0, atol=1e-6, name="eager")  # the host is a CPU: its branch adds 1
+    observe.close(eager, X + 1.0, rtol=0, atol=0, name="eager")  # the host is a CPU: its branch adds 1; one IEEE add on both sides: bit-equal
 
     # AOT the way the user writes it: f.lower(x).compile(). Where the decorated function no longer
     # offers .lower (0.6.0+: lower on a wrapped jit is disallowed), the supported spelling is
@@ -73,7 +73,7 @@ def output_in_pinned_host_memory(observe) -> None:
     out = jax.jit(lambda x: x * 3.0, out_shardings=s)(jnp.asarray(X))
     observe.record(out_memory_kind=out.sharding.memory_kind)
     assert out.sharding.memory_kind == "pinned_host"
-    observe.close(out, X * 3.0, rtol=0, atol=1e-6)
+    observe.close(out, X * 3.0, rtol=0, atol=0)  # one IEEE multiply on both sides: bit-equal
 
 
 def host_multiply_next_to_a_device_multiply(order: str, observe) -> None:

@@ -252,3 +252,13 @@ def test_a_lost_gradient_in_j2t_autograd_is_caught_by_its_entry_point_case(tmp_p
     assert {"value", "grad_w"} <= set(case.observations) and "grad_x" not in case.observations, case.observations
     for i in (CALL_TORCH, MODULE_GRAD_PROPERTY):
         assert seeded.cases[i].raw == "pass", f"{i} does not go through j2t_autograd: blind to the seed"
+
+
+def test_an_export_that_keeps_the_memory_kind_on_the_first_output_only_is_caught_per_output(tmp_path):
+    """Outputs placed (pinned_host, device, pinned_host): the seed leaves pinned_host on the first
+    only, in the export itself, so before == after still holds; only the per-output check sees it."""
+    assert _run(tmp_path, "jax0102-cpu", None, ROUND_TRIP_MEMORY).raw == "pass"
+    seeded = _run(tmp_path, "jax0102-cpu", "export_keeps_first_memory_kind_only", ROUND_TRIP_MEMORY)
+    assert seeded.raw == "fail" and "misplaced outputs" in (seeded.message or ""), seeded
+    assert seeded.observations.get("memory_kind_before") == seeded.observations.get("memory_kind_after"), \
+        "the round trip kept what the export held: a before/after comparison alone is blind"

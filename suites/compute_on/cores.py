@@ -211,14 +211,18 @@ def serialized_export_keeps_each_outputs_memory_kind(observe) -> None:
         pytest.skip(f"device {jax.devices()[0].platform} exposes no pinned_host memory (has {kinds})")
     s_dev = NamedSharding(mesh, P("i"))
     s_host = NamedSharding(mesh, P("i"), memory_kind="pinned_host")
-    fj = jax.jit(lambda x: (x * 3.0, x + 1.0), in_shardings=s_dev, out_shardings=(s_host, s_dev))
+    # Host, device, host: the memory kind is checked on each output, so a lowering that keeps it on
+    # the first output only (or spreads it to the device one) is seen, not only "it appears".
+    fj = jax.jit(lambda x: (x * 3.0, x + 1.0, x - 1.0), in_shardings=s_dev, out_shardings=(s_host, s_dev, s_host))
     exp = export.export(fj)(jax.ShapeDtypeStruct(SERIAL_X.shape, SERIAL_X.dtype, sharding=s_dev))
     require("flatbuffers")
     back = export.deserialize(exp.serialize())
     _, before = main_signature_attribute(exp.mlir_module(), "mhlo.memory_kind")
     _, after = main_signature_attribute(back.mlir_module(), "mhlo.memory_kind")
     observe.record(memory_kind_before=before, memory_kind_after=after)
-    assert before[0] == "pinned_host", f"the export itself lost the pinned_host output: {before}"
+    placed = ["pinned_host" if k == "pinned_host" else "device" for k in before]
+    assert placed == ["pinned_host", "device", "pinned_host"], \
+        f"the export itself misplaced outputs: memory kinds {before} for outputs placed (pinned_host, device, pinned_host)"
     assert after == before, f"output memory kinds changed in the round trip: {before} -> {after}"
     # Exported.out_shardings_jax: up to 0.7.x it reports "device" for every output even before
     # the round trip (the memory kind lives only in the module); what it says must not change.

@@ -152,3 +152,54 @@ def test_a_bisection_over_budget_is_ended_with_its_children(tmp_path, monkeypatc
     time.sleep(0.5)
     alive = Path(f"/proc/{child}").exists() and "Z" not in Path(f"/proc/{child}/stat").read_text().split()[2]
     assert not alive, "the bisection's own children are ended with it"
+
+
+def test_commits_flag_reaches_the_bisection_and_overrides_the_environment(tmp_path, monkeypatch):
+    import harness.nightly.filing as filing
+
+    seen = []
+
+    class Done:
+        returncode = 0
+
+        def __init__(self, argv, **kw):
+            seen.append(argv)
+
+        def communicate(self, timeout=None):
+            return "", ""
+
+    monkeypatch.setattr(filing.subprocess, "Popen", Done)
+    monkeypatch.setenv("SEAMS_REPO_JAX", "/from/env")
+    item = {"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}
+    filing.bisect_item(item, OLD, NEW, budget_s=30, out=tmp_path,
+                       commits=filing.parse_commits(["jax=https://github.com/jax-ml/jax"]))
+    assert seen[-1][-3:] == ["--to-commit", "--repo", "https://github.com/jax-ml/jax"]
+    filing.bisect_item(item, OLD, NEW, budget_s=30, out=tmp_path)  # no flag: the variable still works
+    assert seen[-1][-3:] == ["--to-commit", "--repo", "/from/env"]
+
+
+def test_commits_values_parse_or_fail_in_one_line():
+    from harness.errors import UserError
+    from harness.nightly.filing import parse_commits
+
+    assert parse_commits(["jax=../jax", "TORCHAX=https://github.com/pytorch/xla#torchax"]) == {
+        "jax": ("../jax", ""), "torchax": ("https://github.com/pytorch/xla", "torchax")}
+    for bad in ["jax", "=../jax", "jax=", "jax= ", "torch=../pytorch", "torch_xla=../xla", "jaxlib=../jax",
+                "flax=../flax", "torchax=../xla#/abs", "torchax=../xla#../up"]:
+        try:
+            parse_commits([bad])
+        except UserError as exc:
+            assert "\n" not in str(exc) and bad.split("=")[0].strip() in str(exc) or "--commits" in str(exc)
+        else:
+            raise AssertionError(f"accepted {bad!r}")
+    try:
+        parse_commits(["jax=a", "jax=b"])
+    except UserError as exc:
+        assert "twice" in str(exc)
+    else:
+        raise AssertionError("accepted jax twice")
+
+
+def test_a_bad_commits_value_is_one_line_from_the_cli(tmp_path):
+    proc = _cli(tmp_path, "--dry-run", "--commits", "torch=../pytorch")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "commits can be bisected for jax, torchax" in proc.stderr, proc.stderr

@@ -74,20 +74,52 @@ def bisect_bounds(old: dict[str, Any], new: dict[str, Any], cell: str) -> tuple[
     return None
 
 
-def commit_args(package: str, environ: dict[str, str] | None = None) -> list[str]:
+# Commit bisection needs a source tree of the package itself: pure-Python packages only.
+COMMIT_PACKAGES = ("jax", "torchax")
+
+
+def parse_commits(values: list[str]) -> dict[str, tuple[str, str]]:
+    """`--commits PKG=REPO[#SUBDIR]` values -> {package: (repo, subdir)}; one UserError line per bad value."""
+    out: dict[str, tuple[str, str]] = {}
+    for value in values:
+        pkg, eq, rest = value.partition("=")
+        pkg = pkg.strip().lower().replace("_", "-")
+        repo, _, subdir = rest.strip().partition("#")
+        if not eq or not pkg or not repo.strip():
+            raise UserError(f"--commits {value!r}: expected PKG=REPO[#SUBDIR], e.g. jax=https://github.com/jax-ml/jax")
+        if pkg not in COMMIT_PACKAGES:
+            raise UserError(f"--commits {value!r}: commits can be bisected for {', '.join(COMMIT_PACKAGES)} only "
+                            "(the others are built binaries)")
+        if subdir and (subdir.startswith("/") or ".." in Path(subdir).parts):
+            raise UserError(f"--commits {value!r}: SUBDIR must be a folder inside the repository")
+        if pkg in out:
+            raise UserError(f"--commits names {pkg} twice")
+        out[pkg] = (repo.strip(), subdir.strip())
+    return out
+
+
+def commit_args(package: str, environ: dict[str, str] | None = None,
+                commits: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """--to-commit --repo R [--subdir S] when a repository is configured for the package that moved
-    ($SEAMS_REPO_JAX, $SEAMS_REPO_TORCHAX with $SEAMS_SUBDIR_TORCHAX, ...): the bisection goes on
-    from the two releases into their commits, so the filed issue names the commit."""
-    env = os.environ if environ is None else environ
-    key = package.upper().replace("-", "_")
-    repo = env.get(f"SEAMS_REPO_{key}", "").strip()
-    if not repo or package in ("torch", "torch-xla", "jaxlib"):  # commits only for pure-Python packages
+    (`news --commits PKG=REPO[#SUBDIR]`, else $SEAMS_REPO_JAX, $SEAMS_REPO_TORCHAX with
+    $SEAMS_SUBDIR_TORCHAX, ...): the bisection goes on from the two releases into their commits,
+    so the filed issue names the commit."""
+    if package not in COMMIT_PACKAGES:
         return []
-    subdir = env.get(f"SEAMS_SUBDIR_{key}", "").strip()
+    if commits and package in commits:
+        repo, subdir = commits[package]
+    else:
+        env = os.environ if environ is None else environ
+        key = package.upper().replace("-", "_")
+        repo = env.get(f"SEAMS_REPO_{key}", "").strip()
+        subdir = env.get(f"SEAMS_SUBDIR_{key}", "").strip()
+    if not repo:
+        return []
     return ["--to-commit", "--repo", repo] + (["--subdir", subdir] if subdir else [])
 
 
-def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path) -> str:
+def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path,
+                commits: dict[str, tuple[str, str]] | None = None) -> str:
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
         return "Not bisected: the whole cell failed (no test ran), see the reason above."
@@ -105,7 +137,7 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
             f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
-    argv += commit_args(pkg)
+    argv += commit_args(pkg, commits=commits)
     # Its own process group, so the budget ends the bisection and every probe it started.
     # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
     from harness import lifeline  # here: building the CLI's parser must not import it
@@ -194,7 +226,8 @@ class Gh:
 
 
 def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, repo: str | None, dry_run: bool,
-              bisect: bool, out: Path, say: Callable[[str], None] = print) -> int:
+              bisect: bool, out: Path, say: Callable[[str], None] = print,
+              commits: dict[str, tuple[str, str]] | None = None) -> int:
     """Bisect and file (or print) each news item; returns how many items there were."""
     from harness.report.diff import load_report
 
@@ -217,7 +250,7 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
         say(f"[{i}/{min(len(items), max_items)}] {item['kind']}: {item['case']} on {item['cell']}")
         work = out / f"item{i}"
         work.mkdir(parents=True, exist_ok=True)
-        bisect_md = bisect_item(item, old, new, budget_s, work) if bisect else "Not bisected (--no-bisect)."
+        bisect_md = bisect_item(item, old, new, budget_s, work, commits) if bisect else "Not bisected (--no-bisect)."
         title, body = issue_text(item, old, new, bisect_md)
         body_file = work / "issue.md"
         body_file.write_text(body)
@@ -248,6 +281,10 @@ def add_file_news_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would be filed; call no gh")
     p.add_argument("--no-bisect", action="store_true", help="file without bisecting")
     p.add_argument("--out", type=Path, default=Path("reports/news"), help="bisection outputs and issue bodies")
+    p.add_argument("--commits", action="append", default=[], metavar="PKG=REPO[#SUBDIR]",
+                   help="go on from the releases into the commits of PKG (jax, torchax) in this git repository "
+                        "(URL or path; #SUBDIR where the package lives, e.g. torchax); repeatable. "
+                        "Default: $SEAMS_REPO_<PKG> / $SEAMS_SUBDIR_<PKG>")
     p.set_defaults(handler=cmd_file_news)
 
 
@@ -257,7 +294,8 @@ def cmd_file_news(args: argparse.Namespace) -> int:
         raise UserError("--max and --budget must be >= 1")
     if not args.dry_run and not (shutil.which(os.environ.get("SEAMS_GH", "gh"))):
         raise UserError("gh (the GitHub CLI) is not on PATH; install it or use --dry-run")
+    commits = parse_commits(args.commits)
     args.out.mkdir(parents=True, exist_ok=True)
     file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,
-              Path(tempfile.mkdtemp(prefix="news-", dir=args.out)))
+              Path(tempfile.mkdtemp(prefix="news-", dir=args.out)), commits=commits)
     return 0

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from harness.incell.compat import jax_api, require
+from harness.incell.defaults import check_defaults
 from harness.incell.ir import (frontend_attribute_values, has_frontend_attribute, lines_mentioning,
                                main_signature_attribute, stablehlo_ops_with_attribute)
 
@@ -228,6 +229,33 @@ def serialized_export_keeps_each_outputs_memory_kind(observe) -> None:
     assert api_after == api_before, f"out_shardings_jax memory kinds changed in the round trip: {api_before} -> {api_after}"
 
 
+# --- test_defaults.py (jax.export called bare: the default backend) ---
+
+def export_with_its_defaults(observe) -> None:
+    """export(f)(x) with no platforms=: targets the default backend and keeps the host placement."""
+    export = jax_api.export_module()
+    check_defaults(observe, "jax.export.export", export.export, {"platforms": None})
+    co = jax_api.compute_on()
+
+    @jax.jit
+    def f(x):
+        return co("device_host")(lambda x: x * np.float32(3.0))(x) + np.float32(1.0)
+
+    x = np.arange(4, dtype=np.float32)
+    exp = export.export(f)(x)
+    observe.record(platforms=list(exp.platforms))
+    assert tuple(exp.platforms) == (jax.default_backend(),), \
+        f"export with its defaults targets {exp.platforms}, not the default backend {jax.default_backend()!r}"
+    ops = stablehlo_ops_with_attribute(exp.mlir_module(), HOST_KEY)
+    observe.record(placed_ops=[f"{op}={v}" for op, v in ops if v])
+    # Per op: the multiply is the host function's, the add the caller's (the constant's broadcast
+    # may go either way).
+    assert {v for op, v in ops if op == "multiply"} == {"host"}, f"the host multiply is not placed on the host: {ops}"
+    assert {v for op, v in ops if op == "add"} == {None}, f"the caller's add is placed: {ops}"
+    # x * 3 + 1 on small integers is exact in float32: no tolerance.
+    observe.close(exp.call(x), x * 3.0 + 1.0, rtol=0, atol=0)
+
+
 CORES = {
     "test_eager_vs_aot.py::test_eager_vs_aot": eager_vs_aot,
     "test_eager_vs_aot.py::test_output_in_pinned_host_memory": output_in_pinned_host_memory,
@@ -241,4 +269,6 @@ CORES = {
         serialized_export_keeps_op_attributes_shardings_and_values,
     "test_serialization.py::test_serialized_export_keeps_each_outputs_memory_kind":
         serialized_export_keeps_each_outputs_memory_kind,
+    "test_defaults.py::test_export_with_its_defaults_targets_the_default_backend_and_keeps_the_host_placement":
+        export_with_its_defaults,
 }

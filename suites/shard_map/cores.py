@@ -14,9 +14,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from harness.incell import numerics
 from harness.incell.compat import jax_api
+from harness.incell.defaults import check_defaults
 
 N_DEVICES = 8
 AXIS = "x"
@@ -152,9 +154,283 @@ def replicated_primal_linearize_transpose(marking: str, mesh_index: int, per_sha
     observe.record(mesh=dict(zip(names, shape)), op=op, per_shard=per_shard, marking=marking)
 
 
+# --- test_linearize_transpose.py: grad through a body that marks its weight varying ---
+
+def grad_of_shard_map_with_pvary(observe) -> None:
+    """Upstream test_pvary_in_shmap_of_grad: grad through a shard_map whose body marks a replicated
+    weight varying; the gradient must equal the unsharded one (psum of per-shard contributions)."""
+    need_devices()
+    mesh = jax_api.make_mesh(N_DEVICES, AXIS)
+    pvary = jax_api.pvary()
+    w = jnp.asarray(np.array([0.5, -2.0], dtype=np.float32))
+    x_host = (np.arange(N_DEVICES * 2, dtype=np.float32).reshape(N_DEVICES, 2) - 3.0) / 5.0
+    x = jax.device_put(jnp.asarray(x_host), NamedSharding(mesh, P(AXIS)))
+
+    def body(w, x):
+        w = pvary(w, AXIS)
+        return jax.lax.psum(jnp.sum((x * w) ** 2), AXIS)
+
+    def loss(w, x):
+        return jax_api.shard_map(body, mesh=mesh, in_specs=(P(), P(AXIS)), out_specs=P())(w, x)
+
+    grad = jax.grad(loss)(w, x)
+    ref = np.sum(2 * x_host**2 * np.asarray(w), axis=0)  # d/dw sum((x*w)**2), all shards
+    observe.close(grad, ref, rtol=1e-5, atol=1e-5)
+    jaxpr = str(jax.make_jaxpr(jax.grad(loss))(w, x))
+    prims = jaxpr_primitives(jaxpr)
+    observe.record(jaxpr_primitives=prims)
+    assert "pvary" in prims, prims
+    # The transpose of pvary is a psum over the axis: the cotangent of a replicated weight.
+    assert "psum" in prims or "psum_invariant" in prims or "psum2" in prims, prims
+
+
+# --- test_transpose_rules.py (upstream's fan-out / fan-in transpose tests, checked by value) ---
+
+N_SMALL = 4  # mesh size, as upstream's tests use
+PSUM_FAMILY = {"psum", "psum2", "psum_invariant"}
+
+
+def small_mesh():
+    """A 1-D mesh of 4 devices over "x" (skips with fewer)."""
+    need_devices(N_SMALL)
+    return jax_api.make_mesh(N_SMALL, "x")
+
+
+def _prims(jaxpr) -> set[str]:
+    return set(re.findall(r"\b([a-z_0-9]+)\[", str(jaxpr))) | set(re.findall(r"= ([a-z_0-9]+) ", str(jaxpr)))
+
+
+def fanout_transposes_to_a_sum(observe) -> None:
+    """in P(), out P('x'): every shard returns the replicated input; the cotangent of the input is
+    the sum of every shard's cotangent block (upstream test_fanout_specs_transpose_to_psum)."""
+    f = jax_api.shard_map(lambda x: x, mesh=small_mesh(), in_specs=(P(),), out_specs=P("x"))
+    x = np.array([1.0, -2.0], np.float32)
+    ct = np.arange(N_SMALL * 2, dtype=np.float32) / 3.0
+    _y, vjp = jax.vjp(f, jnp.asarray(x))
+    (xt,) = vjp(jnp.asarray(ct))
+    observe.close(xt, ct.reshape(N_SMALL, 2).sum(axis=0), rtol=1e-6, atol=1e-6)
+    prims = _prims(jax.make_jaxpr(vjp)(jnp.asarray(ct)))
+    observe.record(transpose_primitives=sorted(prims))
+    assert prims & PSUM_FAMILY, f"the transpose of a fan-out has no psum: {sorted(prims)}"
+    assert "all_gather" not in prims, sorted(prims)
+
+
+def psum_to_replicated_transposes_to_a_broadcast(observe) -> None:
+    """in P('x'), out P() of psum: each shard's input cotangent is the whole output cotangent
+    (upstream test_fanin_psum_transposes_to_fanout)."""
+    mesh = small_mesh()
+    f = jax_api.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P())
+    x = jax.device_put(jnp.arange(N_SMALL * 2, dtype=jnp.float32), NamedSharding(mesh, P("x")))
+    ct = np.array([0.5, -1.5], np.float32)
+    y, vjp = jax.vjp(f, x)
+    observe.close(y, np.arange(N_SMALL * 2, dtype=np.float32).reshape(N_SMALL, 2).sum(axis=0), rtol=1e-6, atol=1e-6,
+                  name="forward")
+    (xt,) = vjp(jnp.asarray(ct))
+    observe.close(xt, np.tile(ct, N_SMALL), rtol=0, atol=0, name="transpose")
+    prims = _prims(jax.make_jaxpr(vjp)(jnp.asarray(ct)))
+    observe.record(transpose_primitives=sorted(prims))
+    # A broadcast of the cotangent: summing it again would scale the gradient by N.
+    assert not (prims & PSUM_FAMILY), f"the transpose of psum -> replicated sums again: {sorted(prims)}"
+
+
+def psum_to_sharded_transposes_to_a_psum(observe) -> None:
+    """in P('x'), out P('x') of psum: the output is replicated data laid out per shard, so the
+    input cotangent is the psum of the cotangent blocks (upstream test_psum_with_implicit_fanout_self_transposes)."""
+    mesh = small_mesh()
+    f = jax_api.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
+    x = jax.device_put(jnp.arange(N_SMALL * 2, dtype=jnp.float32), NamedSharding(mesh, P("x")))
+    ct = (np.arange(N_SMALL * 2, dtype=np.float32) - 3.0) / 2.0
+    _y, vjp = jax.vjp(f, x)
+    (xt,) = vjp(jax.device_put(jnp.asarray(ct), NamedSharding(mesh, P("x"))))
+    observe.close(xt, np.tile(ct.reshape(N_SMALL, 2).sum(axis=0), N_SMALL), rtol=1e-6, atol=1e-6)
+
+
+def replicated_identity_transposes_to_identity(observe) -> None:
+    """in P(), out P() identity: its vjp is the identity (upstream test_transpose_identity), also
+    for the vjp of the vjp."""
+    f = jax_api.shard_map(lambda x: x, mesh=small_mesh(), in_specs=(P(),), out_specs=P())
+    _y, vjp = jax.vjp(f, jnp.float32(1.0))
+    (ct,) = vjp(jnp.float32(2.5))
+    observe.close(ct, np.float32(2.5), rtol=0, atol=0, name="vjp")
+    _y2, vjp2 = jax.vjp(vjp, jnp.float32(1.0))
+    (ct2,) = vjp2((jnp.float32(-4.0),))
+    observe.close(ct2, np.float32(-4.0), rtol=0, atol=0, name="vjp_of_vjp")
+    prims = _prims(jax.make_jaxpr(vjp)(jnp.float32(2.5)))
+    observe.record(transpose_primitives=sorted(prims))
+    assert not (prims & PSUM_FAMILY), f"a replicated identity transposes with a collective: {sorted(prims)}"
+
+
+def marking_varying_and_grad_sums_back(mark: str, observe) -> None:
+    """Upstream test_pvary (pcast from 0.8.2): marking a replicated input varying over x gives a
+    value whose type says so, returned sharded; grad of the sum is N per element."""
+    mesh = small_mesh()
+    marker = jax_api.mark_varying(mark)
+    seen = {}
+
+    def body(x):
+        y = marker(x, "x")
+        seen["vma"] = jax_api.varying_axes(y)
+        return y
+
+    f = jax_api.shard_map(body, mesh=mesh, in_specs=(P(),), out_specs=P("x"))
+    x = jnp.arange(8.0)
+    observe.close(f(x), np.tile(np.arange(8.0), N_SMALL), rtol=0, atol=0, name="forward")
+    observe.close(jax.grad(lambda x: f(x).sum())(x), np.full(8, float(N_SMALL)), rtol=0, atol=0, name="grad")
+    observe.record(varying_axes=seen["vma"])
+    assert seen["vma"] == ["x"], seen
+
+
+# --- test_defaults.py (shard_map called bare: the replication check on by default) ---
+
+AXIS_I = "i"
+X_SMALL = np.arange(2 * N_SMALL, dtype=np.float32)  # small integers: every sum below is exact in float32
+
+
+def mesh_i():
+    """A 1-D mesh of the first 4 devices over "i" (skips with fewer)."""
+    need_devices(N_SMALL)
+    return Mesh(np.array(jax.devices()[:N_SMALL]), (AXIS_I,))
+
+
+def bare_shard_map(observe):
+    """shard_map itself, its defaults recorded (the check on is the relied-on one)."""
+    api, shard_map = jax_api.shard_map_itself()
+    check = {jax_api.SHARD_MAP: "check_vma", jax_api.EXPERIMENTAL_SHARD_MAP: "check_rep"}[api]
+    check_defaults(observe, api, shard_map, {check: True})
+    observe.record(shard_map=api)
+    return shard_map
+
+
+def defaults_refuse_an_unprovable_replicated_output(observe) -> None:
+    """x * 2 varies over the axis; out_specs=P() claims it is replicated. With the check on (the
+    default) that is an error at trace time; with it off, each device's shard is returned as if
+    it were the whole replicated value (a wrong answer, no error)."""
+    mesh = mesh_i()
+    shard_map = bare_shard_map(observe)
+    f = jax.jit(shard_map(lambda x: x * 2.0, mesh=mesh, in_specs=P(AXIS_I), out_specs=P()))
+    try:
+        out = f(X_SMALL)
+    except ValueError as exc:
+        assert re.search("out_specs which require replication which can't be statically inferred", str(exc)), \
+            f"refused with another error: {exc}"
+    else:
+        raise AssertionError(f"shard_map with its defaults returned {np.asarray(out)} for an output it cannot prove "
+                             "replicated (DID NOT RAISE ValueError)")
+
+
+def defaults_match_numpy(observe) -> None:
+    """The common call: a sharded input, a psum, a replicated output, nothing else passed."""
+    mesh = mesh_i()
+    shard_map = bare_shard_map(observe)
+    f = jax.jit(shard_map(lambda x: jax.lax.psum(x, AXIS_I), mesh=mesh, in_specs=P(AXIS_I), out_specs=P()))
+    # Sums of small integers in float32 are exact: no tolerance.
+    observe.close(f(X_SMALL), X_SMALL.reshape(N_SMALL, -1).sum(axis=0), rtol=0, atol=0)
+
+
+# --- test_complex.py (complex inputs: the transpose, not the conjugate transpose) ---
+
+def complex_normal(shape, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.complex64)
+
+
+C_COEF = complex_normal((N_SMALL * 2,), 13)
+C_X = complex_normal((N_SMALL * 2,), 14)
+C_CT = complex_normal((N_SMALL * 2,), 15)
+C_W = complex_normal((3, 3), 16)
+
+
+def _close_complex(observe, got, want, name):
+    # One complex multiply per element: |err| <= sqrt(2) * gamma_2 * |c||x| (Higham 3.6); in ulps
+    # of each component that is a few ulps: 4 ulps of the magnitude, per component.
+    bound = 4 * numerics.ulp(np.abs(want), "float32")
+    observe.record(**{name: numerics.assert_within_bound(np.asarray(got).real, want.real, bound, why="complex multiply, 4 ulp")})
+    observe.record(**{f"{name}.imag": numerics.assert_within_bound(np.asarray(got).imag, want.imag, bound, why="complex multiply, 4 ulp")})
+
+
+def complex_scaling_transpose(sharding: str, observe) -> None:
+    """f(x) = c * x, c complex: f^T(ct) = c * ct (not conj(c) * ct); the bilinear pairing holds."""
+    mesh = mesh_i()
+    c_spec = P(AXIS_I) if sharding == "sharded" else P()
+    c = C_COEF if sharding == "sharded" else C_COEF[:1]
+    f = jax_api.shard_map(lambda c, x: c * x, mesh=mesh, in_specs=(c_spec, P(AXIS_I)), out_specs=P(AXIS_I), check=True)
+    fx = lambda x: f(jnp.asarray(c), x)  # noqa: E731
+    y = jax.jit(fx)(C_X)
+    _close_complex(observe, y, c.astype(np.complex128) * C_X, "primal")
+    (xt,) = jax.linear_transpose(fx, C_X)(jnp.asarray(C_CT))
+    want = c.astype(np.complex128) * C_CT
+    conj = np.conj(c.astype(np.complex128)) * C_CT
+    observe.record(transpose_minus_conjugate=float(np.max(np.abs(np.asarray(xt) - conj))))
+    _close_complex(observe, xt, want, "transpose")
+    # the bilinear pairing: sum(f(x) * y) == sum(x * f^T(y)), no conjugation anywhere
+    lhs, rhs = np.sum(np.asarray(y) * C_CT), np.sum(C_X * np.asarray(xt))
+    # Both sides sum the same 8 products |c||x||ct|: y and xt each carry 4 ulps (relative 2**-21),
+    # and each side's complex products and sum add sqrt(2) gamma_10 (Higham 3.6), in float64 here.
+    terms = float(np.sum(np.abs(c) * np.abs(C_X) * np.abs(C_CT)))
+    tol = (2 * 2.0**-21 + 2 * np.sqrt(2) * numerics.gamma(10, "float32")) * terms
+    observe.record(pairing_gap=float(abs(lhs - rhs)), pairing_tol=tol)
+    assert abs(lhs - rhs) <= tol, f"<f(x), y> = {lhs} but <x, f^T(y)> = {rhs} (allowed {tol:.3g})"
+
+
+def complex_matmul_grad(observe) -> None:
+    """vjp of x -> x @ W (rows sharded) with complex W is ct @ W^T, not ct @ W^H."""
+    mesh = mesh_i()
+    xs, cts = complex_normal((N_SMALL * 2, 3), 17), complex_normal((N_SMALL * 2, 3), 18)
+    f = jax_api.shard_map(lambda x, w: x @ w, mesh=mesh, in_specs=(P(AXIS_I), P()), out_specs=P(AXIS_I), check=True)
+    _, vjp = jax.vjp(lambda x: f(x, jnp.asarray(C_W)), xs)
+    (gx,) = vjp(jnp.asarray(cts))
+    want = cts.astype(np.complex128) @ C_W.T.astype(np.complex128)
+    # a 3-term complex dot per element: gamma_{3+2} of sum |ct_k||w_k| per component (Higham 3.6)
+    bound = np.sqrt(2) * numerics.gamma(5, "float32") * (np.abs(cts) @ np.abs(C_W).T)
+    observe.record(vjp=numerics.assert_within_bound(np.asarray(gx).real, want.real, bound, why="3-term complex dot: sqrt(2) gamma_5"))
+    observe.record(vjp_imag=numerics.assert_within_bound(np.asarray(gx).imag, want.imag, bound, why="3-term complex dot: sqrt(2) gamma_5"))
+
+
+# --- test_tight_numerics.py (one op sharded, then a psum, within bounds derived per op) ---
+
+TIGHT_X = np.random.default_rng(5).uniform(-4.0, 4.0, (N_SMALL * 8, 16)).astype(np.float32)
+TIGHT_OPS = {"sin": (jnp.sin, np.sin), "exp": (jnp.exp, np.exp), "tanh": (jnp.tanh, np.tanh),
+             "logistic": (jax.nn.sigmoid, lambda v: 1.0 / (1.0 + np.exp(-v))), "mul": (lambda v: v * 1.5, lambda v: v * 1.5)}
+
+
+def sharded_op_and_psum_within_bounds(op: str, observe) -> None:
+    mesh = mesh_i()
+    jax_op, ref_op = TIGHT_OPS[op]
+    max_ulps, why = numerics.OP_ULPS[op]
+
+    def body(x):
+        y = jax_op(x)
+        return y, jax.lax.psum(jnp.sum(y, axis=0, keepdims=True), AXIS_I)
+
+    f = jax.jit(jax_api.shard_map(body, mesh=mesh, in_specs=P(AXIS_I), out_specs=(P(AXIS_I), P()), check=True))
+    y, total = f(TIGHT_X)
+    y_ref = ref_op(TIGHT_X.astype(np.float64))
+    observe.record(elementwise=numerics.assert_within_ulps(y, y_ref, max_ulps=max_ulps, why=why))
+    # The sum of R rows: each term carries its op error (<= max_ulps ulp at the term), then R - 1
+    # additions in some order (local sums, then the psum across shards): gamma_{R-1} * sum |terms|.
+    rows = TIGHT_X.shape[0]
+    bound = (max_ulps * numerics.ulp(y_ref, "float32")).sum(axis=0, keepdims=True) \
+        + numerics.gamma(rows - 1, "float32") * np.abs(y_ref).sum(axis=0, keepdims=True)
+    observe.record(psum=numerics.assert_within_bound(
+        total, y_ref.sum(axis=0, keepdims=True), bound,
+        why=f"{rows} terms each within {max_ulps} ulp ({why}), summed in float32: gamma_{rows - 1}"))
+
+
 CORES = {
     "test_linearize_transpose.py::test_linearize_transpose": linearize_transpose,
     # the upstream report's case, pinned by the property's @example: mean(x**2), 2 elements a shard
     "test_properties.py::test_replicated_primal_linearize_transpose":
         (replicated_primal_linearize_transpose, {"mesh_index": 1, "per_shard": 2, "op": "square", "seed": 0}),
+    "test_linearize_transpose.py::test_grad_of_shard_map_with_pvary": grad_of_shard_map_with_pvary,
+    "test_transpose_rules.py::test_fanout_transposes_to_a_sum_over_the_axis": fanout_transposes_to_a_sum,
+    "test_transpose_rules.py::test_psum_to_replicated_transposes_to_a_broadcast": psum_to_replicated_transposes_to_a_broadcast,
+    "test_transpose_rules.py::test_psum_to_sharded_transposes_to_a_psum": psum_to_sharded_transposes_to_a_psum,
+    "test_transpose_rules.py::test_replicated_identity_transposes_to_identity": replicated_identity_transposes_to_identity,
+    "test_transpose_rules.py::test_marking_a_replicated_input_varying_and_grad_sums_back": marking_varying_and_grad_sums_back,
+    "test_defaults.py::test_shard_map_with_its_defaults_refuses_an_output_it_cannot_prove_replicated":
+        defaults_refuse_an_unprovable_replicated_output,
+    "test_defaults.py::test_shard_map_with_its_defaults_matches_numpy": defaults_match_numpy,
+    "test_complex.py::test_transpose_of_a_complex_scaling_is_not_conjugated": complex_scaling_transpose,
+    "test_complex.py::test_grad_of_a_complex_matmul_under_shard_map_uses_the_transpose": complex_matmul_grad,
+    "test_tight_numerics.py::test_sharded_op_and_psum_are_within_their_bounds": sharded_op_and_psum_within_bounds,
 }

@@ -76,6 +76,11 @@ def _assert_self_contained(case_id: str, script: str) -> None:
     assert not imported & {"harness", "suites", "pytest", "hypothesis"}, (case_id, imported)
     assert str(REPO) not in script and "/root" not in script and "/home/" not in script, case_id
     assert 'if __name__ == "__main__":' in script and "observe=Observe()" in script
+    # an inlined helper named like a local of the code that uses it would be shadowed (UnboundLocalError)
+    top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assert not stored & top, f"{case_id}: {fn.name} assigns {sorted(stored & top)}, also an inlined definition"
 
 
 def test_every_case_has_a_core_and_exports_a_self_contained_script():

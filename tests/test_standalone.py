@@ -6,6 +6,8 @@ Running the scripts in real cells is tests/test_standalone_fidelity.py (e2e).
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 import json
 import re
 import shlex
@@ -13,7 +15,7 @@ import shlex
 import pytest
 
 from harness.judge.expectations import load_expectations
-from harness.judge.testids import declared_ids
+from harness.judge.testids import _decorator_ids, _module_values, declared_ids
 from harness.paths import REPO, SUITES_DIR
 from harness.report.repro import cell_selection, harness_install_line, write_repros
 from harness.report.standalone import NoStandalone, export_script, find_core, redact_url, standalone_install_line
@@ -24,22 +26,37 @@ CELL = {"cell": "jax060-cpu", "device": "cpu", "pins": {"jax": "0.6.0"}, "versio
 LINEARIZE = "suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]"
 
 
+def _parametrize_ids(rel: str, func: ast.FunctionDef) -> set[str]:
+    """The [...] ids of one test function, read statically: its own module's names, then the
+    family's cores.py ones (`list(cores.TABLE)`, a table imported from the cores module)."""
+    ids = declared_ids(f"{rel}::{func.name}")
+    if ids is not None:
+        return ids
+    cores_tree = ast.parse((REPO / rel).with_name("cores.py").read_text())
+    names = {**_module_values(cores_tree), **_module_values(ast.parse((REPO / rel).read_text()))}
+
+    class _Unqualify(ast.NodeTransformer):  # cores.TABLE -> TABLE
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            is_cores = isinstance(node.value, ast.Name) and node.value.id == "cores"
+            return ast.Name(node.attr, node.ctx) if is_cores else self.generic_visit(node)
+
+    layers = [i for d in reversed(func.decorator_list)
+              if (i := _decorator_ids(_Unqualify().visit(copy.deepcopy(d)), names)) is not None]
+    return {"-".join(combo) for combo in itertools.product(*layers)} if layers else {""}
+
+
 def _all_case_ids() -> list[str]:
-    """Every case id of the suites, read statically (a property test is one id)."""
+    """Every case the suites collect, read statically: each test function of suites/, each of its
+    parametrizations (a property test is one case). A parametrization no static read can follow
+    raises here: then its cases could not be listed, exported or named by a known issue."""
     out = []
     for path in sorted(SUITES_DIR.glob("*/test_*.py")):
         rel = path.relative_to(REPO).as_posix()
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                ids = declared_ids(f"{rel}::{node.name}") or {""}
+                ids = _parametrize_ids(rel, node)
                 out += [f"{rel}::{node.name}" + (f"[{i}]" if i else "") for i in sorted(ids)]
     return out
-
-
-def _known_bug_cases() -> list[str]:
-    """Every case a known issue with a failing outcome names (ids, files and folders expanded)."""
-    exps = [e for e in load_expectations() if e.expect in ("fail", "error", "crash")]
-    return [c for c in _all_case_ids() if any(e.covers(c) for e in exps)]
 
 
 def _versions_for(case_id: str) -> dict:
@@ -51,38 +68,49 @@ def _versions_for(case_id: str) -> dict:
     return CELL
 
 
-NO_CORE = {  # failing cases whose inputs hypothesis draws inside the test (st.data()): no example to pin
-    "suites/call_jax/test_properties.py::test_generated_pytrees_match_jax",
-    "suites/call_jax/test_properties.py::test_generated_call_sequences_keep_cache_and_results_right",
-    "suites/torchax/test_properties.py::test_generated_pytrees_through_interop_call_jax",
-}
+def _assert_self_contained(case_id: str, script: str) -> None:
+    compile(script, case_id, "exec")
+    tree = ast.parse(script)
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert not imported & {"harness", "suites", "pytest", "hypothesis"}, (case_id, imported)
+    assert str(REPO) not in script and "/root" not in script and "/home/" not in script, case_id
+    assert 'if __name__ == "__main__":' in script and "observe=Observe()" in script
+    # an inlined helper named like a local of the code that uses it would be shadowed (UnboundLocalError)
+    top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        stored = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assert not stored & top, f"{case_id}: {fn.name} assigns {sorted(stored & top)}, also an inlined definition"
 
 
-# Issue 23's new scenario files (defaults, structure, tight numerics, layouts, entry points,
-# serialization) keep their bodies in the test files: written before the cores layout landed, and
-# several use harness.incell.defaults, which standalone.py does not inline yet. Open work: move
-# them into cores.py; this set must shrink to nothing (a case that gains a core fails here).
-NOT_YET_CORED = ("suites/call_jax/test_defaults.py::", "suites/call_jax/test_structure.py::",
-                 "suites/compute_on/test_defaults.py::",
-                 "suites/torchax/test_structure.py::")
-
-
-def test_every_known_bug_case_has_a_core_and_exports_a_self_contained_script():
-    cases = _known_bug_cases()
-    assert len(cases) > 40  # the whole class, not a named example
+def test_every_case_has_a_core_and_exports_a_self_contained_script():
+    """Any case can fail on a future release, so every case the suites collect has a core (no
+    exemption list): its standalone script imports nothing of this project, pytest or hypothesis."""
+    cases = _all_case_ids()
+    assert len(cases) > 130  # the whole class, not a named example
     for case_id in cases:
-        if case_id in NO_CORE or case_id.startswith(NOT_YET_CORED):
-            with pytest.raises(NoStandalone):
-                find_core(case_id)
-            continue
-        script = export_script(case_id, _versions_for(case_id), {"id": "x", "link": "https://example.org/1"})
-        compile(script, case_id, "exec")
-        tree = ast.parse(script)
-        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        assert not imported & {"harness", "suites", "pytest", "hypothesis"}, (case_id, imported)
-        assert str(REPO) not in script and "/root" not in script and "/home/" not in script, case_id
-        assert 'if __name__ == "__main__":' in script and "observe=Observe()" in script
+        try:
+            script = export_script(case_id, _versions_for(case_id), {"id": "x", "link": "https://example.org/1"})
+        except NoStandalone as exc:
+            raise AssertionError(f"{case_id} has no standalone reproducer: {exc}") from None
+        _assert_self_contained(case_id, script)
+
+
+def test_every_known_bug_case_is_among_the_cases():
+    """The known issues name cases the static read lists (else the class test above misses them)."""
+    cases = set(_all_case_ids())
+    exps = [e for e in load_expectations() if e.expect in ("fail", "error", "crash")]
+    named = [c for c in cases if any(e.covers(c) for e in exps)]
+    assert len(named) > 40
+
+
+def test_a_property_case_pins_its_example_by_name():
+    """CORES may name a module-level example (the test runs it as its @example): it is read, not imported."""
+    target = find_core("suites/call_jax/test_properties.py::test_generated_pytrees_match_jax")
+    assert target.function == "generated_pytree" and dict(target.kwargs)["sig"][1]["bias"] == ("np", "float32")
+    script = export_script("suites/call_jax/test_properties.py::test_generated_call_sequences_keep_cache_and_results_right",
+                           _versions_for("suites/call_jax/"))
+    assert "generated_call_sequence(calls=[" in script and "class Level(enum.IntEnum)" in script
 
 
 def test_the_shim_is_resolved_for_the_cells_versions():
@@ -126,7 +154,7 @@ def test_header_says_install_run_and_issue_and_neutralises_control_characters():
 
 
 @pytest.mark.parametrize("case_id", ["suites/shard_map/test_nope.py::test_x", "tests/test_report.py::test_x",
-                                     "suites/shard_map/test_linearize_transpose.py::test_grad_of_shard_map_with_pvary",
+                                     "suites/shard_map/test_linearize_transpose.py::test_no_such_case",
                                      "suites/call_jax/test_non_tensor_inputs.py::test_static_scalar[none]"])
 def test_no_core_is_one_clear_reason(case_id):
     with pytest.raises(NoStandalone, match=r"\S"):

@@ -30,27 +30,13 @@ import pytest
 from harness.cells.envs import ensure_env
 from harness.cells.matrix import load_matrix
 from harness.judge.expectations import load_expectations
-from harness.paths import MATRICES_DIR, REPO, SUITES_DIR
+from harness.paths import MATRICES_DIR, REPO
 from harness.report.repro import safe_name
 
 pytestmark = pytest.mark.e2e
 
 FAILING_RAW = {"fail", "error", "crash"}
 SCRIPT_TIMEOUT_S = 300
-# Failing cases with no standalone script, and why (the fidelity figure counts them as not reproduced).
-NO_CORE = {
-    "suites/call_jax/test_properties.py::test_generated_pytrees_match_jax":
-        "hypothesis st.data() draws its inputs inside the test: no example to pin",
-    "suites/call_jax/test_properties.py::test_generated_call_sequences_keep_cache_and_results_right":
-        "hypothesis st.data() draws its inputs inside the test: no example to pin",
-    "suites/torchax/test_properties.py::test_generated_pytrees_through_interop_call_jax":
-        "hypothesis st.data() draws its inputs inside the test: no example to pin",
-    # issue 23's cases that fail in jax-only cells (the absl known issue on 0.5.3 / 0.6.0): their
-    # bodies are still in the test files (see NOT_YET_CORED in tests/test_standalone.py)
-    "suites/compute_on/test_defaults.py::test_export_with_its_defaults_targets_the_default_backend_and_keeps_the_host_placement":
-        "not yet moved to cores.py (uses harness.incell.defaults, which standalone.py does not inline)",
-}
-
 _DRIVER = textwrap.dedent('''
     import json, os, runpy, signal, sys, traceback
     for name in sys.argv[1].split(","):
@@ -170,17 +156,10 @@ def test_every_failing_case_reproduces_standalone(fidelity_report, tmp_path):
             else:
                 wrong.append(f"{cell} {case_id}: exit {rc}; last output: {output.strip().splitlines()[-1:]} "
                              f"(expected {exp.match if exp else r['raw']!r})")
-    unexplained = [m for m in missing if m[1] not in NO_CORE]
     checked = sum(len(v) for v in by_cell.values())
     print(f"\nstandalone fidelity: {reproduced} of {checked} scripts checked reproduce ({failing} failing results, "
           f"{failing - len(missing)} with a script; {'every cell' if _everything() else 'jax-only cells'}); "
           f"without a script: {sorted({m[1] for m in missing})}")
     assert not wrong, "\n".join(wrong)
-    assert not unexplained, f"failing cases without a standalone script: {unexplained}"
+    assert not missing, f"failing cases without a standalone script: {missing}"
 
-
-def test_no_core_entries_are_real_tests():
-    """The exemption list names existing tests only (a renamed test must not hide behind it)."""
-    for case_id in NO_CORE:
-        path, _, name = case_id.partition("::")
-        assert f"def {name}(" in (SUITES_DIR.parent / path).read_text(), case_id

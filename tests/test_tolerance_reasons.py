@@ -21,15 +21,6 @@ KEYWORDS = {"rtol", "atol"}
 # Names whose use makes a tolerance derived from the format's rounding (harness/incell/numerics.py).
 DERIVED = {"ulp", "gamma", "unit_roundoff", "OP_ULPS", "eps", "spacing", "finfo"}
 
-# Tolerances in files another branch is rewriting at the time of writing (suites/call_jax/ and
-# suites/torchax/ test_properties.py move into cores.py): each entry must still match, so the
-# list cannot go stale silently; delete an entry when its file gains the reason.
-PENDING = {
-    ("suites/call_jax/test_properties.py", "rtol=2e-2 if loose else 1e-5"),
-    ("suites/call_jax/test_properties.py", "atol=1e-2 if loose else 1e-5"),
-    ("suites/torchax/test_properties.py", "rtol=2e-2 if loose else 1e-5"),
-    ("suites/torchax/test_properties.py", "atol=1e-2 if loose else 1e-5"),
-}
 
 
 @dataclass(frozen=True)
@@ -103,15 +94,9 @@ def _all_unexplained() -> list[Tolerance]:
 
 
 def test_every_tolerance_in_the_suites_says_why_it_is_that_size():
-    missing = [t for t in _all_unexplained() if (t.path, t.text) not in PENDING]
+    missing = _all_unexplained()
     assert not missing, "tolerances without a reason (a `#` comment on the statement or directly above it, " \
         "or a bound from harness/incell/numerics.py):\n" + "\n".join(f"  {t.path}:{t.line}: {t.text}" for t in missing)
-
-
-def test_the_pending_list_names_only_tolerances_that_still_lack_a_reason():
-    still = {(t.path, t.text) for t in _all_unexplained()}
-    stale = sorted(PENDING - still)
-    assert not stale, f"PENDING entries that now have a reason or are gone (delete them): {stale}"
 
 
 def test_the_check_fails_on_a_bare_tolerance_and_accepts_a_reason_or_a_derived_bound(tmp_path):

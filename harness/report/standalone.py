@@ -33,6 +33,7 @@ _INLINED = {
     "harness.incell.compat": REPO / "harness/incell/compat/__init__.py",
     "harness.incell.compat.jax_api": REPO / "harness/incell/compat/jax_api.py",
     "harness.incell.compat.torch_api": REPO / "harness/incell/compat/torch_api.py",
+    "harness.incell.defaults": REPO / "harness/incell/defaults.py",
     "harness.incell.ir": REPO / "harness/incell/ir.py",
     "harness.incell.numerics": REPO / "harness/incell/numerics.py",
 }
@@ -111,6 +112,13 @@ class Target:
     kwargs: tuple[tuple[str, Any], ...]
 
 
+def _literal(mod: _Module, node: ast.expr) -> Any:
+    """A pinned example: a literal in CORES, or the name of a module-level literal (the test's @example too)."""
+    if isinstance(node, ast.Name) and isinstance(mod.defs.get(node.id), ast.Assign):
+        node = mod.defs[node.id].value  # type: ignore[union-attr]
+    return ast.literal_eval(node)
+
+
 def find_core(case_id: str) -> Target:
     """The core a test id runs, with its arguments: the `[param]` ids, then a pinned example's."""
     path, _, rest = case_id.partition("::")
@@ -131,7 +139,7 @@ def find_core(case_id: str) -> Target:
         if isinstance(k, ast.Constant) and k.value == key:
             example: dict[str, Any] = {}
             if isinstance(v, ast.Tuple):
-                v, example = v.elts[0], ast.literal_eval(v.elts[1])
+                v, example = v.elts[0], _literal(mod, v.elts[1])
             if not isinstance(v, ast.Name) or not isinstance(mod.defs.get(v.id), ast.FunctionDef):
                 raise NoStandalone(f"CORES[{key!r}] is not a function of {cores_path.name}")
             fn = mod.defs[v.id]

@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import enum
 import importlib
 
 import jax
@@ -15,7 +17,9 @@ import numpy as np
 import pytest
 
 from harness.incell.compat import api_absent, require, torch_api
+from harness.incell.defaults import check_defaults
 from harness.incell.ir import called_computation_parameter_counts, count_entry_parameters
+from harness.incell.numerics import to_numpy
 
 
 def xla_inputs(*shapes, seed: int = 0):
@@ -490,6 +494,374 @@ def float64_tensors(observe) -> None:
         observe.close(out, ref, rtol=1e-15, atol=0)  # a float32 round trip would miss by ~1e-7
 
 
+# --- test_defaults.py (jax.jit's keep_unused default, call_jax called bare) ---
+
+def jit_drops_unused_arguments_by_default(observe) -> None:
+    """The default call_jax overrides, checked where it lives (no torch needed: every cell)."""
+    check_defaults(observe, "jax.jit", jax.jit, {"keep_unused": False})
+    x, unused = np.ones(3, np.float32), np.zeros(3, np.float32)
+    bare = count_entry_parameters(jax.jit(lambda x, y: x * 2.0).lower(x, unused).compile().as_text())
+    kept = count_entry_parameters(jax.jit(lambda x, y: x * 2.0, keep_unused=True).lower(x, unused).compile().as_text())
+    observe.record(entry_parameters_default=bare, entry_parameters_keep_unused=kept)
+    assert (bare, kept) == (1, 2), f"jit(f)(x, unused) has {bare} parameters by default and {kept} with keep_unused=True"
+
+
+def call_jax_with_its_defaults(observe) -> None:
+    """call_jax(f, args): no kwargs, no name; f ignores its second tensor and returns a tuple."""
+    call = torch_api.call_jax()
+    check_defaults(observe, torch_api.CALL_JAX, call, {"kwargs": None, "name": None, "override_hash": None})
+    cpu, on_xla = xla_inputs((3,), (3,), seed=2)
+    out = call(lambda a, b: (a * 2.0, jnp.sin(a)), tuple(on_xla))
+    assert isinstance(out, tuple) and len(out) == 2, \
+        f"output structure {type(out).__name__} of {len(out)} differs from JAX's: a tuple of 2"
+    record_hlo(observe, list(out), tensors_passed=2)
+    torch = require("torch")
+    # a * 2 is exact; sin in float32 on XLA's CPU within 2 ulp of torch's (both round to float32).
+    observe.close(out[0], cpu[0] * 2.0, rtol=0, atol=0, name="double")
+    observe.close(out[1], torch.sin(cpu[0]), rtol=2 * float(np.finfo(np.float32).eps), atol=0, name="sin")
+
+
+# --- test_structure.py (output trees with None, nested and mixed containers) ---
+
+Pair = collections.namedtuple("Pair", ["first", "second"])
+
+
+def _tensor_leaf(t) -> bool:
+    return isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) and not isinstance(t, Pair)
+
+
+def build(template, a, b):
+    """The output tree a JAX function returns for a template: ("a", k) -> a * k, ("b", k) -> b + k."""
+    if template is None:
+        return None
+    if _tensor_leaf(template):
+        name, k = template
+        return a * float(k) if name == "a" else b + float(k)
+    if isinstance(template, Pair):
+        return Pair(build(template.first, a, b), build(template.second, a, b))
+    if isinstance(template, dict):
+        return {key: build(v, a, b) for key, v in template.items()}
+    return type(template)(build(v, a, b) for v in template)
+
+
+def template_tensors(template) -> int:
+    """How many tensor leaves a template's output tree has."""
+    if template is None:
+        return 0
+    if _tensor_leaf(template):
+        return 1
+    return sum(template_tensors(v) for v in (template.values() if isinstance(template, dict) else template))
+
+
+def structure(tree):
+    """Container types, dict keys (sorted: JAX orders them), None, and each leaf's dtype/shape."""
+    if tree is None:
+        return None
+    if isinstance(tree, Pair):
+        return ("Pair", structure(tree.first), structure(tree.second))
+    if isinstance(tree, dict):
+        return ("dict", tuple((k, structure(tree[k])) for k in sorted(tree)))
+    if isinstance(tree, (tuple, list)):
+        return (type(tree).__name__, tuple(structure(v) for v in tree))
+    return ("leaf", str(tree.dtype).removeprefix("torch."), tuple(tree.shape))
+
+
+def leaves_at_paths(tree, path=""):
+    if tree is None:
+        return []
+    if isinstance(tree, dict):
+        return [x for k in sorted(tree) for x in leaves_at_paths(tree[k], f"{path}[{k!r}]")]
+    if isinstance(tree, (tuple, list)):
+        return [x for i, v in enumerate(tree) for x in leaves_at_paths(v, f"{path}[{i}]")]
+    return [(path, tree)]
+
+
+def output_tree(template, observe, label: str = "call") -> None:
+    """call_jax of a function returning build(template): JAX's structure and bit-equal leaves."""
+    cpu, on_xla = xla_inputs((3,), (2, 3), seed=3)
+    out = torch_api.call_jax()(lambda a, b: build(template, a, b), tuple(on_xla))
+    want = jax.jit(lambda a, b: build(template, a, b))(*(jnp.asarray(t.numpy()) for t in cpu))
+    got_s, want_s = structure(out), structure(want)
+    assert got_s == want_s, f"{label}: output structure {got_s} differs from JAX's {want_s}"
+    for (path, got), (_, ref) in zip(leaves_at_paths(out), leaves_at_paths(want)):
+        # a * k and b + k on small integers and randn floats: one rounding each side, the same
+        # float32 operation: bit for bit.
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(ref), err_msg=f"{label} {path}")
+
+
+# Frozen shapes the generator reaches rarely at the ci profile's 12 examples.
+FROZEN = {
+    "none_in_dict": {"w": ("a", 2), "opt": None},
+    "none_in_tuple_and_list": (("a", 1), None, [None, ("b", 0)]),
+    "namedtuple_with_none": Pair(("b", 1), None),
+    "empty_containers": {"a": ("a", 1), "b": (), "z": [], "w": {}},
+    "mixed_nesting": [{"w": (("a", -1), Pair(None, ("b", 2)))}, ()],
+}
+
+
+def frozen_output_structure(shape: str, observe) -> None:
+    output_tree(FROZEN[shape], observe, label=shape)
+
+
+def generated_output_tree(template, observe) -> None:
+    """The structure property's core: one generated template (a pinned example when exported)."""
+    output_tree(template, observe)
+
+
+# the structure property's pinned example: a dict, a list, a tuple and None around two tensors
+STRUCTURE_EXAMPLE = {"template": {"w": [("a", 2), None], "b": (("b", -1),)}}
+
+
+# --- test_properties.py (generated input pytrees and call sequences) ---
+
+class Mode(enum.Enum):
+    """A plain enum static."""
+
+    FAST = 1
+    SLOW = 2
+
+
+class Level(enum.IntEnum):
+    """An IntEnum static: Level.ONE == 1 == 1.0 == True, hash-equal too."""
+
+    ONE = 1
+    TWO = 2
+
+
+def _is_tensor_spec(x) -> bool:
+    return isinstance(x, tuple) and len(x) == 3 and x[0] == "tensor"
+
+
+def _is_dtype_spec(x) -> bool:
+    return isinstance(x, tuple) and len(x) == 2 and x[0] in ("jnp", "np", "torch")
+
+
+def _map(spec, leaf_fn):
+    """Rebuild a spec tree with leaf_fn applied to tensor specs and dtype specs."""
+    if _is_tensor_spec(spec) or _is_dtype_spec(spec):
+        return leaf_fn(spec)
+    if isinstance(spec, tuple):
+        return tuple(_map(s, leaf_fn) for s in spec)
+    if isinstance(spec, list):
+        return [_map(s, leaf_fn) for s in spec]
+    if isinstance(spec, dict):
+        return {k: _map(v, leaf_fn) for k, v in spec.items()}
+    return spec
+
+
+def _torch_dtype(name: str):
+    return getattr(require("torch"), name)
+
+
+def _dtype_static(spec, *, for_jax: bool):
+    """The dtype object a user passes; the direct-JAX reference gets torch dtypes as JAX ones."""
+    kind, name = spec
+    if kind == "jnp":
+        return getattr(jnp, name)
+    if kind == "np":
+        return np.dtype(name)
+    return jnp.dtype(name) if for_jax else _torch_dtype(name)
+
+
+def static_code(s) -> float:
+    """What a static contributes to the probe's result: depends on its type *and* value, as
+    user code can (isinstance branches, dtype promotion)."""
+    if isinstance(s, bool):
+        return 10.0 + s
+    if isinstance(s, Level):
+        return 20.0 + s.value
+    if isinstance(s, Mode):
+        return 30.0 + s.value
+    if isinstance(s, int):
+        return 2.0 * s
+    if isinstance(s, float):
+        return 3.0 * s + 0.5
+    if isinstance(s, str):
+        return 40.0 + len(s)
+    d = np.dtype(s)  # jnp / NumPy dtypes (torch_xla hands torch dtypes over as JAX ones)
+    return 50.0 + 2 * d.itemsize + (0.5 if d.kind == "f" else 0.0) + (0.25 if d.name == "bfloat16" else 0.0)
+
+
+def probe(*args, **kwargs):
+    """Any input tree -> {"leaves": {path: tensor + code}, "sum": [total]}; cast by the first dtype static."""
+    flat, _ = jax.tree_util.tree_flatten_with_path((args, kwargs))
+    arrays = [(jax.tree_util.keystr(p), x) for p, x in flat if isinstance(x, jax.Array)]
+    others = [x for _, x in flat if not isinstance(x, jax.Array)]
+    shift = sum(static_code(s) * (i + 1) for i, s in enumerate(others))
+    cast = next((s for s in others if not isinstance(s, (bool, int, float, str, enum.Enum))), None)
+    out = {}
+    for i, (path, x) in enumerate(arrays):
+        y = x * (i + 2) + shift
+        out[path] = y.astype(cast) if cast is not None else y
+    total = sum(jnp.sum(v.astype(jnp.float32)) for v in out.values())
+    return {"leaves": out, "sum": [total]}
+
+
+def make_probe():
+    """A fresh function object per example: its own trace-cache entries."""
+    def fresh(*args, **kwargs):
+        return probe(*args, **kwargs)
+    return fresh
+
+
+def build_inputs(sig, seed: int):
+    """Spec -> (args, kwargs) with XLA tensors, and the same with JAX arrays for the reference."""
+    torch = require("torch")
+    gen = torch.Generator().manual_seed(seed)
+    dev = torch_api.device()
+    host = {}
+
+    def xla_leaf(spec):
+        if _is_dtype_spec(spec):
+            return _dtype_static(spec, for_jax=False)
+        _, shape, dtype = spec
+        t = (torch.randint(-5, 6, shape, generator=gen) if dtype == "int32" else torch.randn(shape, generator=gen))
+        t = t.to(_torch_dtype(dtype))
+        on_xla = t.to(dev)
+        host[id(on_xla)] = t
+        return on_xla
+
+    args, kwargs = sig
+    xla_args = tuple(_map(a, xla_leaf) for a in args)
+    xla_kwargs = {k: _map(v, xla_leaf) for k, v in kwargs.items()}
+
+    def to_ref(value):
+        if isinstance(value, torch.Tensor):
+            t = host[id(value)]
+            return jnp.asarray(t.float().numpy()).astype(jnp.bfloat16) if t.dtype == torch.bfloat16 \
+                else jnp.asarray(t.numpy())
+        if isinstance(value, torch.dtype):
+            return jnp.dtype(str(value).removeprefix("torch."))
+        return value
+
+    ref_args, ref_kwargs = jax.tree_util.tree_map(to_ref, (xla_args, xla_kwargs))
+    torch_api.sync()  # device data: one HLO parameter per tensor
+    return (xla_args, xla_kwargs), (ref_args, ref_kwargs)
+
+
+def meaning_key(sig):
+    """What the traced program depends on: tree, tensor shapes/dtypes, statics by type and value.
+    Equal-looking statics of different types (1, 1.0, True, Level.ONE) are different keys; dtype
+    objects that name the same dtype (jnp.float32, np.dtype, torch.float32) are one."""
+    def leaf(spec):
+        if _is_tensor_spec(spec):
+            return spec
+        if _is_dtype_spec(spec):
+            return ("dtype", spec[1])
+        return (type(spec).__name__, repr(spec))
+
+    def walk(spec):
+        if _is_tensor_spec(spec) or _is_dtype_spec(spec) or not isinstance(spec, (tuple, list, dict)):
+            return leaf(spec)
+        if isinstance(spec, dict):
+            return ("dict", tuple(sorted((k, walk(v)) for k, v in spec.items())))
+        return (type(spec).__name__, tuple(walk(s) for s in spec))
+
+    args, kwargs = sig
+    return walk(tuple(args)), walk(dict(kwargs))
+
+
+def equality_key(sig):
+    """The key a cache that compares statics by == and hash would use: 1, 1.0, True, Level.ONE
+    are one key here. Known to be torch_xla's key (test_equal_looking_statics_trace_apart)."""
+    def walk(spec):
+        if _is_tensor_spec(spec):
+            return spec
+        if _is_dtype_spec(spec):
+            return ("dtype", spec[1])
+        if isinstance(spec, dict):
+            return ("dict", tuple(sorted((k, walk(v)) for k, v in spec.items())))
+        if isinstance(spec, (tuple, list)):
+            return (type(spec).__name__, tuple(walk(s) for s in spec))
+        return ("static", spec)
+
+    args, kwargs = sig
+    return walk(tuple(args)), walk(dict(kwargs))
+
+
+def exact_key(sig):
+    """Identical calls (same specs, same static objects; kwargs order does not count)."""
+    args, kwargs = sig
+    return repr(args), repr(sorted(kwargs.items(), key=lambda kv: kv[0]))
+
+
+def n_tensors(sig) -> int:
+    """How many tensor specs a signature (args, kwargs) holds."""
+    count = 0
+
+    def leaf(spec):
+        nonlocal count
+        count += _is_tensor_spec(spec)
+        return spec
+
+    _map(sig[0], leaf)
+    _map(sig[1], leaf)
+    return count
+
+
+def check_call(fn, sig, seed: int, observe, label: str) -> None:
+    """One call through call_jax vs the probe evaluated directly in JAX: tree, dtypes, values."""
+    (args, kwargs), (ref_args, ref_kwargs) = build_inputs(sig, seed)
+    out = torch_api.call_jax()(fn, args, kwargs)
+    want = probe(*ref_args, **ref_kwargs)
+    low_precision = "bfloat16" in repr(sig) or "float16" in repr(sig)
+    got_flat, got_tree = jax.tree_util.tree_flatten_with_path(out)
+    want_flat, want_tree = jax.tree_util.tree_flatten_with_path(want)
+    assert got_tree == want_tree, f"{label}: output tree {got_tree} differs from JAX's {want_tree}"
+    for (path, got), (_, ref) in zip(got_flat, want_flat):
+        where = f"{label} {jax.tree_util.keystr(path)}"
+        ref = np.asarray(ref)
+        assert str(got.dtype).removeprefix("torch.") == str(ref.dtype), \
+            f"{where}: call_jax returned {got.dtype}, JAX returns {ref.dtype}"
+        # bf16/f16 anywhere in the call: XLA may compute in f32 inside a fusion where JAX's
+        # eager path rounds each op, so the last bf16 bit can differ
+        loose = low_precision or ref.dtype.name in ("bfloat16", "float16") or "sum" in where
+        # 1e-5: the same float32 ops compiled on two paths (fusion may reorder a reduction of a few
+        # dozen terms: n * eps ~ 4e-6); 2e-2 / 1e-2: bfloat16 rounds at 2**-8 ~ 4e-3, a few times
+        np.testing.assert_allclose(to_numpy(got), to_numpy(ref), rtol=2e-2 if loose else 1e-5,
+                                   atol=1e-2 if loose else 1e-5, err_msg=where)
+
+
+def generated_pytree(sig, observe) -> None:
+    """One call with a generated input tree (args, kwargs in the order given) equals JAX directly."""
+    torch_api.call_jax()  # api absent / not in cell: skip before anything is built
+    check_call(make_probe(), sig, seed=1, observe=observe, label="call")
+
+
+def generated_call_sequence(calls, observe) -> None:
+    """A sequence of calls reusing one function: each result equals JAX directly, and the cache
+    grows by one exactly for inputs whose meaning is new, by none on an exact repeat."""
+    torch_api.call_jax()
+    if torch_api.cache_entries() is None:
+        api_absent(torch_api.CACHE_COUNTERS[0], "no call_jax cache counter in this torch_xla")
+    fn = make_probe()
+    seen_meaning, seen_exact = set(), set()
+    for step, sig in enumerate(calls):
+        meaning, exact = meaning_key(sig), exact_key(sig)
+        before = torch_api.cache_entries()
+        check_call(fn, sig, seed=step, observe=observe, label=f"call {step}")
+        grew = torch_api.cache_entries() - before
+        if meaning not in seen_meaning:
+            assert grew == 1, f"call {step}: inputs new in meaning, but the cache grew by {grew} (expected 1)"
+        elif exact in seen_exact:
+            assert grew == 0, f"call {step}: an exact repeat, but the cache grew by {grew} (expected 0)"
+        seen_meaning.add(meaning)
+        seen_exact.add(exact)
+
+
+# The properties' pinned examples (what `harness report` exports; the tests run them as @example).
+# Nested args of two dtypes, str / int / float / bool / NumPy dtype statics; dict keys and kwargs in
+# sorted order, and no enums (not literals), torch dtypes or None: torch_xla 2.7 mishandles those
+# before its flat-output bug shows (other cases pin them), so the example fails the same way as
+# the property on every release.
+PYTREE_EXAMPLE = {"sig": ([("tensor", (2, 3), "float32"), {"cfg": ["mode", 2], "w": ("tensor", (3,), "int32")}],
+                          {"alpha": True, "bias": ("np", "float32"), "scale": 0.5})}
+# a new call, its exact repeat, then a new static value: the cache grows by 1, 0, 1
+SEQUENCE_EXAMPLE = {"calls": [([("tensor", (3,), "float32"), 2], {"b": ("np", "float32")}),
+                              ([("tensor", (3,), "float32"), 2], {"b": ("np", "float32")}),
+                              ([("tensor", (3,), "float32"), 3], {"b": ("np", "float32")})]}
+
+
 CORES = {
     "test_unused_args.py::test_unused_arguments": unused_arguments,
     "test_unused_args.py::test_call_jax_grad": call_jax_grad,
@@ -514,4 +886,13 @@ CORES = {
     "test_upstream_parity.py::test_cache_by_jax_config_x64": cache_by_jax_config_x64,
     "test_upstream_parity.py::test_dtype_as_static": dtype_as_static,
     "test_upstream_parity.py::test_float64_tensors": float64_tensors,
+    "test_defaults.py::test_jit_drops_unused_arguments_by_default": jit_drops_unused_arguments_by_default,
+    "test_defaults.py::test_call_jax_with_its_defaults_keeps_unused_arguments_and_returns_both_outputs":
+        call_jax_with_its_defaults,
+    "test_structure.py::test_output_structure": frozen_output_structure,
+    "test_structure.py::test_generated_output_trees_come_back_as_jax_returns_them":
+        (generated_output_tree, STRUCTURE_EXAMPLE),
+    "test_properties.py::test_generated_pytrees_match_jax": (generated_pytree, PYTREE_EXAMPLE),
+    "test_properties.py::test_generated_call_sequences_keep_cache_and_results_right":
+        (generated_call_sequence, SEQUENCE_EXAMPLE),
 }

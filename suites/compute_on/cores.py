@@ -9,19 +9,35 @@ its core; the test's parameter ids are the core's leading arguments.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.sharding import NamedSharding, PartitionSpec as P
 
 from harness.incell.compat import jax_api, require
+from harness.incell.defaults import check_defaults
 from harness.incell.ir import (frontend_attribute_values, has_frontend_attribute, lines_mentioning,
                                main_signature_attribute, stablehlo_ops_with_attribute)
 
+from harness.incell.numerics import OP_ULPS, assert_within_bound, ulp
+
 HOST_KEY = "_xla_compute_type"
 X = np.arange(8, dtype=np.float32) / 3.0
+
+
+def _grad_bound(x):
+    """|error| of cos(sin(x)) * cos(x) in float32 for float32 x: sin(x) within OP_ULPS reaches
+    cos(.) through |sin(sin(x))| <= 1; each cos within OP_ULPS; the product rounds once."""
+    u = np.sin(x)
+    outer, inner = np.cos(u), np.cos(x)
+    err_u = OP_ULPS["sin"][0] * ulp(u, "float32")
+    err_outer = np.abs(np.sin(u)) * err_u + OP_ULPS["cos"][0] * ulp(outer, "float32")
+    err_inner = OP_ULPS["cos"][0] * ulp(inner, "float32")
+    return np.abs(inner) * err_outer + np.abs(outer) * err_inner + 0.5 * ulp(outer * inner, "float32")
 
 
 def body(x):
@@ -232,6 +248,220 @@ def serialized_export_keeps_each_outputs_memory_kind(observe) -> None:
     assert api_after == api_before, f"out_shardings_jax memory kinds changed in the round trip: {api_before} -> {api_after}"
 
 
+# --- test_defaults.py (jax.export called bare: the default backend) ---
+
+def export_with_its_defaults(observe) -> None:
+    """export(f)(x) with no platforms=: targets the default backend and keeps the host placement."""
+    export = jax_api.export_module()
+    check_defaults(observe, "jax.export.export", export.export, {"platforms": None})
+    co = jax_api.compute_on()
+
+    @jax.jit
+    def f(x):
+        return co("device_host")(lambda x: x * np.float32(3.0))(x) + np.float32(1.0)
+
+    x = np.arange(4, dtype=np.float32)
+    exp = export.export(f)(x)
+    observe.record(platforms=list(exp.platforms))
+    assert tuple(exp.platforms) == (jax.default_backend(),), \
+        f"export with its defaults targets {exp.platforms}, not the default backend {jax.default_backend()!r}"
+    ops = stablehlo_ops_with_attribute(exp.mlir_module(), HOST_KEY)
+    observe.record(placed_ops=[f"{op}={v}" for op, v in ops if v])
+    # Per op: the multiply is the host function's, the add the caller's (the constant's broadcast
+    # may go either way).
+    assert {v for op, v in ops if op == "multiply"} == {"host"}, f"the host multiply is not placed on the host: {ops}"
+    assert {v for op, v in ops if op == "add"} == {None}, f"the caller's add is placed: {ops}"
+    # x * 3 + 1 on small integers is exact in float32: no tolerance.
+    observe.close(exp.call(x), x * 3.0 + 1.0, rtol=0, atol=0)
+
+
+# --- test_eager_vs_aot.py: the stream annotation, run on a GPU ---
+
+def stream_annotation_reaches_the_lowering(observe) -> None:
+    """compute_on('gpu_stream:1') annotates the ops with _xla_stream_annotation = "1"."""
+    x = jnp.asarray(X)
+    text = jax_api.lower_text_on_stream(lambda x: x * 2.0, 1, x)
+    values = frontend_attribute_values(text, "_xla_stream_annotation")
+    observe.record(stream_annotations=sorted(set(values)))
+    assert values and set(values) == {"1"}, f"expected _xla_stream_annotation = \"1\", got {values}"
+    if jax.devices()[0].platform != "gpu":
+        pytest.skip(f"needs gpu to run on a stream (lowering checked on {jax.devices()[0].platform})")
+    f = jax.jit(jax_api.compute_on()("gpu_stream:1")(lambda x: x * 2.0))
+    observe.close(f(x), X * 2.0, rtol=0, atol=0)  # times 2 is exact
+
+
+# --- test_stream_lowering.py (the stream annotation per op, on any device) ---
+
+STREAM_KEY = "_xla_stream_annotation"
+STREAM_INSIDE = {"sine", "multiply", "add"}  # what the annotated function computes
+STREAM_OUTSIDE = {"subtract", "cosine"}  # what the caller computes around it
+STREAM_X = np.linspace(-2.0, 2.0, 8, dtype=np.float32)
+
+
+def stream_program(stream: int):
+    inner = jax_api.compute_on()(f"gpu_stream:{stream}")(lambda x: jnp.sin(x) * 2.0 + x)
+    return lambda x: inner(jnp.cos(x)) - 1.0
+
+
+def stream_annotation_marks_exactly_the_ops_inside(stream: int, observe) -> None:
+    x = jnp.asarray(STREAM_X)
+    jax_api.lower_text_on_stream(lambda x: x * 2.0, stream, x)  # the API probe: api absent before 0.5.1
+    ops = stablehlo_ops_with_attribute(jax.jit(stream_program(stream)).lower(x).as_text(), STREAM_KEY)
+    observe.record(annotated_ops=[f"{op}={v}" for op, v in ops if op in STREAM_INSIDE | STREAM_OUTSIDE])
+    inside = [(op, v) for op, v in ops if op in STREAM_INSIDE]
+    outside = [(op, v) for op, v in ops if op in STREAM_OUTSIDE]
+    assert {op for op, _ in inside} == STREAM_INSIDE and {op for op, _ in outside} == STREAM_OUTSIDE, f"ops lowered: {ops}"
+    wrong = [(op, v) for op, v in inside if v != str(stream)]
+    assert not wrong, f"ops of the gpu_stream:{stream} region without {STREAM_KEY} = \"{stream}\": {wrong}"
+    leaked = [(op, v) for op, v in outside if v is not None]
+    assert not leaked, f"ops outside the region carry {STREAM_KEY}: {leaked}"
+    if jax.devices()[0].platform == "cpu":  # a GPU runs it in test_eager_vs_aot.py
+        x64 = STREAM_X.astype(np.float64)
+        reference = np.sin(np.cos(x64)) * 2.0 + np.cos(x64) - 1.0
+        # Six float32 ops on values below 4 in magnitude, each within 2 ulp of its exact result
+        # (XLA's CPU sin/cos are within 1-2 ulp; mul/add/sub round once): 6 * 2 ulp at 4.0.
+        observe.close(jax.jit(stream_program(stream))(x), reference, rtol=0, atol=12 * float(np.spacing(np.float32(4.0))),
+                      name="values")
+
+
+# --- test_upstream_parity.py: grad / remat through a host function, a host function in shard_map ---
+
+HOST_CALL = re.compile(r"call.*to_apply.*_xla_compute_type")
+
+
+def grad_through_a_host_function(remat: str, observe) -> None:
+    """Upstream test_compute_on_grad / test_compute_on_remat: d/dx sum(sin(sin(x))) with the sins on
+    the host, under jit (and under jax.checkpoint saving nothing): the forward host call and the
+    derivative's stay host calls, and the gradient is right."""
+    co = jax_api.compute_on()
+    g = co("device_host")(jax.jit(lambda x: jnp.sin(jnp.sin(x))))
+
+    def f(x):
+        return jnp.sum(g(x))
+
+    if remat == "remat":
+        f = jax.checkpoint(f, policy=jax.checkpoint_policies.nothing_saveable)
+    df = jax.jit(jax.grad(f))
+    x_host = np.linspace(-2.0, 2.0, 8, dtype=np.float32)
+    x64 = x_host.astype(np.float64)
+    observe.record(grad=assert_within_bound(df(jnp.asarray(x_host)), np.cos(np.sin(x64)) * np.cos(x64),
+                                            _grad_bound(x64), why="sin/cos within OP_ULPS, propagated; one multiply"))
+    hlo = df.lower(jnp.asarray(x_host)).as_text(dialect="hlo")
+    calls = HOST_CALL.findall(hlo)
+    observe.record(host_calls=len(calls))
+    assert len(calls) == 2, f"expected 2 host calls in the grad's HLO (forward, derivative), found {len(calls)}"
+
+
+def host_function_inside_shard_map(observe) -> None:
+    """Upstream test_compute_offload_inside_shmap: x*3 -> host x*2 -> x*4 per shard of a 2x2 mesh."""
+    if len(jax.devices()) < 4:
+        pytest.skip(f"needs 4 devices, have {len(jax.devices())}")
+    co = jax_api.compute_on()
+    mesh = jax_api.make_mesh_nd((2, 2), ("x", "y"))
+    spec = P("x", "y")
+    g = co("device_host")(jax.jit(lambda x: x * 2))
+    sm = jax.jit(jax_api.shard_map(lambda x: g(x * 3) * 4, mesh=mesh, in_specs=(spec,), out_specs=spec))
+    x_host = np.arange(16, dtype=np.int32).reshape(8, 2)
+    x = jax.device_put(x_host, NamedSharding(mesh, spec))
+    observe.close(sm(x), x_host * 24, rtol=0, atol=0)
+    lowered = sm.lower(x).as_text()
+    observe.record(host_attr_in_lowered=has_frontend_attribute(lowered, HOST_KEY, "host"))
+    assert has_frontend_attribute(lowered, HOST_KEY, "host"), "the host placement inside shard_map was dropped"
+
+
+# --- test_properties.py: generated host programs, eager vs AOT vs NumPy, host IR ---
+
+# name -> (jax op, NumPy op, valid for integers)
+HOST_OPS = {
+    "add": (lambda x: x + 3, lambda x: x + 3, True),
+    "mul": (lambda x: x * 2, lambda x: x * 2, True),
+    "neg": (lambda x: -x, lambda x: -x, True),
+    "abs": (jnp.abs, np.abs, True),
+    "square": (lambda x: x * x, lambda x: x * x, True),
+    "sin": (jnp.sin, np.sin, False),
+    "tanh": (jnp.tanh, np.tanh, False),
+    "sum_last": (lambda x: jnp.sum(x, axis=-1, keepdims=True), lambda x: np.sum(x, axis=-1, keepdims=True), True),
+    "max_first": (lambda x: jnp.max(x, axis=0, keepdims=True), lambda x: np.max(x, axis=0, keepdims=True), True),
+}
+VALUE_CHANGING = {"add", "mul", "square", "sin", "tanh"}
+HOST_DTYPES = {"float32": (np.float32, 2e-5), "int32": (np.int32, 0), "float16": (np.float16, 2e-2)}  # (dtype, tol): float32 2e-5 = 168 ulps at 1, a chain of up to 4 ops and a reduction vs float64; float16 2e-2 = 20 ulps
+
+
+def host_reference(ops, context: str, x: np.ndarray) -> np.ndarray:
+    """The chain in NumPy, in the input's dtype (integers wrap as XLA's do), then the context's epilogue."""
+    y = x.astype(np.float64) if x.dtype.kind == "f" else x
+    for name in ops:
+        y = HOST_OPS[name][1](y)
+    if context != "bare":
+        y = np.maximum(y, 0) * 2 + 1
+    return y.astype(x.dtype) if x.dtype.kind == "i" else y
+
+
+def host_input(shape, dtype: str, seed: int) -> np.ndarray:
+    rng = np.random.RandomState(seed)
+    dt = HOST_DTYPES[dtype][0]
+    if dt == np.int32:
+        return rng.randint(-20, 20, size=shape).astype(dt)
+    return rng.uniform(-2.0, 2.0, size=shape).astype(dt)
+
+
+def epilogue(y):
+    """What the caller does with the host result on the device. Not a multiply first: XLA folds a
+    host `x * c` into a caller's `* c` and no host computation is left (frozen separately)."""
+    return jnp.maximum(y, 0) * 2 + 1
+
+
+def host_program_in_context(order: str, ops, context: str):
+    """The host function (in the given decorator order) called bare, under a jit, or an inlined jit."""
+    co = jax_api.compute_on()
+
+    def body(x):
+        for name in ops:
+            x = HOST_OPS[name][0](x)
+        return x
+
+    host = co("device_host")(jax.jit(body)) if order == "compute_on_outside_jit" else jax.jit(co("device_host")(body))
+    if context == "bare":
+        return host
+    if context == "nested":
+        return jax.jit(lambda x: epilogue(host(x)))
+    inner = functools.partial(jax.jit, inline=True)(lambda x: epilogue(host(x)))
+    return jax.jit(lambda x: inner(x))
+
+
+def host_program_eager_equals_aot(order: str, ops, shape, dtype: str, context: str, seed: int, observe) -> None:
+    """Eager vs NumPy, AOT (jax.jit(f).lower(x).compile()) vs eager bit for bit, and the host
+    placement in both the lowered and the compiled module."""
+    f = host_program_in_context(order, ops, context)
+    x_host = host_input(shape, dtype, seed)
+    x = jnp.asarray(x_host)
+    tol = HOST_DTYPES[dtype][1]
+    ref = host_reference(ops, context, x_host)
+    scale = max(1.0, float(np.max(np.abs(ref.astype(np.float64)))))
+    eager = f(x)
+    observe.close(eager, ref, rtol=tol, atol=tol * scale, name="eager")
+
+    lowered = jax.jit(f).lower(x)
+    lowered_text = lowered.as_text()
+    compiled = lowered.compile()
+    compiled_text = compiled.as_text()
+    aot = compiled(x)
+    observe.record(program={"ops": list(ops), "shape": list(shape), "dtype": dtype, "context": context},
+                   lowered_host_attr=frontend_attribute_values(lowered_text, HOST_KEY)[:8],
+                   compiled_host_attr=frontend_attribute_values(compiled_text, HOST_KEY)[:8])
+    assert has_frontend_attribute(lowered_text, HOST_KEY, "host"), \
+        f"jax.jit(f).lower(x) lowered without {HOST_KEY} = \"host\" ({order}, {context})"
+    assert has_frontend_attribute(compiled_text, HOST_KEY, "host"), \
+        f"the compiled module lost {HOST_KEY}=\"host\" ({order}, {context})"
+    assert aot.dtype == eager.dtype and aot.shape == eager.shape, (aot.dtype, aot.shape, eager.dtype, eager.shape)
+    observe.close(aot, eager, rtol=0, atol=0, name="aot_vs_eager")
+
+
+# the property's pinned examples (the tests run both): upstream's reduction case, and its 2-D case
+HOST_PROGRAM_EXAMPLE = {"ops": ("sum_last", "square"), "shape": (3, 4), "dtype": "float32", "context": "nested", "seed": 1}
+HOST_PROGRAM_2D_EXAMPLE = {"ops": ("mul",), "shape": (61, 163), "dtype": "float32", "context": "bare", "seed": 2}
+
+
 CORES = {
     "test_eager_vs_aot.py::test_eager_vs_aot": eager_vs_aot,
     "test_eager_vs_aot.py::test_output_in_pinned_host_memory": output_in_pinned_host_memory,
@@ -245,4 +475,13 @@ CORES = {
         serialized_export_keeps_op_attributes_shardings_and_values,
     "test_serialization.py::test_serialized_export_keeps_each_outputs_memory_kind":
         serialized_export_keeps_each_outputs_memory_kind,
+    "test_defaults.py::test_export_with_its_defaults_targets_the_default_backend_and_keeps_the_host_placement":
+        export_with_its_defaults,
+    "test_eager_vs_aot.py::test_stream_annotation_reaches_the_lowering": stream_annotation_reaches_the_lowering,
+    "test_stream_lowering.py::test_stream_annotation_marks_exactly_the_ops_inside":
+        stream_annotation_marks_exactly_the_ops_inside,
+    "test_upstream_parity.py::test_grad_through_a_host_function_keeps_both_host_calls": grad_through_a_host_function,
+    "test_upstream_parity.py::test_host_function_inside_shard_map": host_function_inside_shard_map,
+    "test_properties.py::test_host_program_eager_equals_aot_and_keeps_the_host_placement":
+        (host_program_eager_equals_aot, HOST_PROGRAM_EXAMPLE),
 }

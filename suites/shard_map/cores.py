@@ -14,9 +14,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from harness.incell import numerics
 from harness.incell.compat import jax_api
+from harness.incell.defaults import check_defaults
 
 N_DEVICES = 8
 AXIS = "x"
@@ -152,9 +154,492 @@ def replicated_primal_linearize_transpose(marking: str, mesh_index: int, per_sha
     observe.record(mesh=dict(zip(names, shape)), op=op, per_shard=per_shard, marking=marking)
 
 
+# --- test_linearize_transpose.py: grad through a body that marks its weight varying ---
+
+def grad_of_shard_map_with_pvary(observe) -> None:
+    """Upstream test_pvary_in_shmap_of_grad: grad through a shard_map whose body marks a replicated
+    weight varying; the gradient must equal the unsharded one (psum of per-shard contributions)."""
+    need_devices()
+    mesh = jax_api.make_mesh(N_DEVICES, AXIS)
+    pvary = jax_api.pvary()
+    w = jnp.asarray(np.array([0.5, -2.0], dtype=np.float32))
+    x_host = (np.arange(N_DEVICES * 2, dtype=np.float32).reshape(N_DEVICES, 2) - 3.0) / 5.0
+    x = jax.device_put(jnp.asarray(x_host), NamedSharding(mesh, P(AXIS)))
+
+    def body(w, x):
+        w = pvary(w, AXIS)
+        return jax.lax.psum(jnp.sum((x * w) ** 2), AXIS)
+
+    def loss(w, x):
+        return jax_api.shard_map(body, mesh=mesh, in_specs=(P(), P(AXIS)), out_specs=P())(w, x)
+
+    grad = jax.grad(loss)(w, x)
+    ref = np.sum(2 * x_host**2 * np.asarray(w), axis=0)  # d/dw sum((x*w)**2), all shards
+    observe.close(grad, ref, rtol=1e-5, atol=1e-5)  # 16 float32 terms 2 x^2 w summed in XLA's psum order vs NumPy's: gamma_16 ~ 1e-6 relative, with margin
+    jaxpr = str(jax.make_jaxpr(jax.grad(loss))(w, x))
+    prims = jaxpr_primitives(jaxpr)
+    observe.record(jaxpr_primitives=prims)
+    assert "pvary" in prims, prims
+    # The transpose of pvary is a psum over the axis: the cotangent of a replicated weight.
+    assert "psum" in prims or "psum_invariant" in prims or "psum2" in prims, prims
+
+
+# --- test_transpose_rules.py (upstream's fan-out / fan-in transpose tests, checked by value) ---
+
+N_SMALL = 4  # mesh size, as upstream's tests use
+PSUM_FAMILY = {"psum", "psum2", "psum_invariant"}
+
+
+def small_mesh():
+    """A 1-D mesh of 4 devices over "x" (skips with fewer)."""
+    need_devices(N_SMALL)
+    return jax_api.make_mesh(N_SMALL, "x")
+
+
+def _prims(jaxpr) -> set[str]:
+    return set(re.findall(r"\b([a-z_0-9]+)\[", str(jaxpr))) | set(re.findall(r"= ([a-z_0-9]+) ", str(jaxpr)))
+
+
+def fanout_transposes_to_a_sum(observe) -> None:
+    """in P(), out P('x'): every shard returns the replicated input; the cotangent of the input is
+    the sum of every shard's cotangent block (upstream test_fanout_specs_transpose_to_psum)."""
+    f = jax_api.shard_map(lambda x: x, mesh=small_mesh(), in_specs=(P(),), out_specs=P("x"))
+    x = np.array([1.0, -2.0], np.float32)
+    ct = np.arange(N_SMALL * 2, dtype=np.float32) / 3.0
+    _y, vjp = jax.vjp(f, jnp.asarray(x))
+    (xt,) = vjp(jnp.asarray(ct))
+    blocks = ct.astype(np.float64).reshape(N_SMALL, 2)
+    observe.record(transpose=numerics.assert_within_bound(
+        xt, blocks.sum(axis=0), numerics.gamma(N_SMALL - 1, "float32") * np.abs(blocks).sum(axis=0),
+        why=f"a {N_SMALL}-term float32 sum in any order: gamma_{N_SMALL - 1}"))
+    prims = _prims(jax.make_jaxpr(vjp)(jnp.asarray(ct)))
+    observe.record(transpose_primitives=sorted(prims))
+    assert prims & PSUM_FAMILY, f"the transpose of a fan-out has no psum: {sorted(prims)}"
+    assert "all_gather" not in prims, sorted(prims)
+
+
+def psum_to_replicated_transposes_to_a_broadcast(observe) -> None:
+    """in P('x'), out P() of psum: each shard's input cotangent is the whole output cotangent
+    (upstream test_fanin_psum_transposes_to_fanout)."""
+    mesh = small_mesh()
+    f = jax_api.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P())
+    x = jax.device_put(jnp.arange(N_SMALL * 2, dtype=jnp.float32), NamedSharding(mesh, P("x")))
+    ct = np.array([0.5, -1.5], np.float32)
+    y, vjp = jax.vjp(f, x)
+    observe.close(y, np.arange(N_SMALL * 2, dtype=np.float32).reshape(N_SMALL, 2).sum(axis=0), rtol=0, atol=0,
+                  name="forward")  # small integers: exact
+    (xt,) = vjp(jnp.asarray(ct))
+    observe.close(xt, np.tile(ct, N_SMALL), rtol=0, atol=0, name="transpose")
+    prims = _prims(jax.make_jaxpr(vjp)(jnp.asarray(ct)))
+    observe.record(transpose_primitives=sorted(prims))
+    # A broadcast of the cotangent: summing it again would scale the gradient by N.
+    assert not (prims & PSUM_FAMILY), f"the transpose of psum -> replicated sums again: {sorted(prims)}"
+
+
+def psum_to_sharded_transposes_to_a_psum(observe) -> None:
+    """in P('x'), out P('x') of psum: the output is replicated data laid out per shard, so the
+    input cotangent is the psum of the cotangent blocks (upstream test_psum_with_implicit_fanout_self_transposes)."""
+    mesh = small_mesh()
+    f = jax_api.shard_map(lambda x: jax.lax.psum(x, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P("x"))
+    x = jax.device_put(jnp.arange(N_SMALL * 2, dtype=jnp.float32), NamedSharding(mesh, P("x")))
+    ct = (np.arange(N_SMALL * 2, dtype=np.float32) - 3.0) / 2.0
+    _y, vjp = jax.vjp(f, x)
+    (xt,) = vjp(jax.device_put(jnp.asarray(ct), NamedSharding(mesh, P("x"))))
+    observe.close(xt, np.tile(ct.reshape(N_SMALL, 2).sum(axis=0), N_SMALL), rtol=0, atol=0)  # sums of halves: exact in any order
+
+
+def replicated_identity_transposes_to_identity(observe) -> None:
+    """in P(), out P() identity: its vjp is the identity (upstream test_transpose_identity), also
+    for the vjp of the vjp."""
+    f = jax_api.shard_map(lambda x: x, mesh=small_mesh(), in_specs=(P(),), out_specs=P())
+    _y, vjp = jax.vjp(f, jnp.float32(1.0))
+    (ct,) = vjp(jnp.float32(2.5))
+    observe.close(ct, np.float32(2.5), rtol=0, atol=0, name="vjp")
+    _y2, vjp2 = jax.vjp(vjp, jnp.float32(1.0))
+    (ct2,) = vjp2((jnp.float32(-4.0),))
+    observe.close(ct2, np.float32(-4.0), rtol=0, atol=0, name="vjp_of_vjp")
+    prims = _prims(jax.make_jaxpr(vjp)(jnp.float32(2.5)))
+    observe.record(transpose_primitives=sorted(prims))
+    assert not (prims & PSUM_FAMILY), f"a replicated identity transposes with a collective: {sorted(prims)}"
+
+
+def marking_varying_and_grad_sums_back(mark: str, observe) -> None:
+    """Upstream test_pvary (pcast from 0.8.2): marking a replicated input varying over x gives a
+    value whose type says so, returned sharded; grad of the sum is N per element."""
+    mesh = small_mesh()
+    marker = jax_api.mark_varying(mark)
+    seen = {}
+
+    def body(x):
+        y = marker(x, "x")
+        seen["vma"] = jax_api.varying_axes(y)
+        return y
+
+    f = jax_api.shard_map(body, mesh=mesh, in_specs=(P(),), out_specs=P("x"))
+    x = jnp.arange(8.0)
+    observe.close(f(x), np.tile(np.arange(8.0), N_SMALL), rtol=0, atol=0, name="forward")
+    observe.close(jax.grad(lambda x: f(x).sum())(x), np.full(8, float(N_SMALL)), rtol=0, atol=0, name="grad")
+    observe.record(varying_axes=seen["vma"])
+    assert seen["vma"] == ["x"], seen
+
+
+# --- test_defaults.py (shard_map called bare: the replication check on by default) ---
+
+AXIS_I = "i"
+X_SMALL = np.arange(2 * N_SMALL, dtype=np.float32)  # small integers: every sum below is exact in float32
+
+
+def mesh_i():
+    """A 1-D mesh of the first 4 devices over "i" (skips with fewer)."""
+    need_devices(N_SMALL)
+    return Mesh(np.array(jax.devices()[:N_SMALL]), (AXIS_I,))
+
+
+def bare_shard_map(observe):
+    """shard_map itself, its defaults recorded (the check on is the relied-on one)."""
+    api, shard_map = jax_api.shard_map_itself()
+    check = {jax_api.SHARD_MAP: "check_vma", jax_api.EXPERIMENTAL_SHARD_MAP: "check_rep"}[api]
+    check_defaults(observe, api, shard_map, {check: True})
+    observe.record(shard_map=api)
+    return shard_map
+
+
+def defaults_refuse_an_unprovable_replicated_output(observe) -> None:
+    """x * 2 varies over the axis; out_specs=P() claims it is replicated. With the check on (the
+    default) that is an error at trace time; with it off, each device's shard is returned as if
+    it were the whole replicated value (a wrong answer, no error)."""
+    mesh = mesh_i()
+    shard_map = bare_shard_map(observe)
+    f = jax.jit(shard_map(lambda x: x * 2.0, mesh=mesh, in_specs=P(AXIS_I), out_specs=P()))
+    try:
+        out = f(X_SMALL)
+    except ValueError as exc:
+        assert re.search("out_specs which require replication which can't be statically inferred", str(exc)), \
+            f"refused with another error: {exc}"
+    else:
+        raise AssertionError(f"shard_map with its defaults returned {np.asarray(out)} for an output it cannot prove "
+                             "replicated (DID NOT RAISE ValueError)")
+
+
+def defaults_match_numpy(observe) -> None:
+    """The common call: a sharded input, a psum, a replicated output, nothing else passed."""
+    mesh = mesh_i()
+    shard_map = bare_shard_map(observe)
+    f = jax.jit(shard_map(lambda x: jax.lax.psum(x, AXIS_I), mesh=mesh, in_specs=P(AXIS_I), out_specs=P()))
+    # Sums of small integers in float32 are exact: no tolerance.
+    observe.close(f(X_SMALL), X_SMALL.reshape(N_SMALL, -1).sum(axis=0), rtol=0, atol=0)
+
+
+# --- test_complex.py (complex inputs: the transpose, not the conjugate transpose) ---
+
+def complex_normal(shape, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.complex64)
+
+
+C_COEF = complex_normal((N_SMALL * 2,), 13)
+C_X = complex_normal((N_SMALL * 2,), 14)
+C_CT = complex_normal((N_SMALL * 2,), 15)
+C_W = complex_normal((3, 3), 16)
+
+
+def _close_complex(observe, got, want, name):
+    # One complex multiply per element: |err| <= sqrt(2) * gamma_2 * |c||x| (Higham 3.6); in ulps
+    # of each component that is a few ulps: 4 ulps of the magnitude, per component.
+    bound = 4 * numerics.ulp(np.abs(want), "float32")
+    observe.record(**{name: numerics.assert_within_bound(np.asarray(got).real, want.real, bound, why="complex multiply, 4 ulp")})
+    observe.record(**{f"{name}.imag": numerics.assert_within_bound(np.asarray(got).imag, want.imag, bound, why="complex multiply, 4 ulp")})
+
+
+def complex_scaling_transpose(sharding: str, observe) -> None:
+    """f(x) = c * x, c complex: f^T(ct) = c * ct (not conj(c) * ct); the bilinear pairing holds."""
+    mesh = mesh_i()
+    c_spec = P(AXIS_I) if sharding == "sharded" else P()
+    c = C_COEF if sharding == "sharded" else C_COEF[:1]
+    f = jax_api.shard_map(lambda c, x: c * x, mesh=mesh, in_specs=(c_spec, P(AXIS_I)), out_specs=P(AXIS_I), check=True)
+    fx = lambda x: f(jnp.asarray(c), x)  # noqa: E731
+    y = jax.jit(fx)(C_X)
+    _close_complex(observe, y, c.astype(np.complex128) * C_X, "primal")
+    (xt,) = jax.linear_transpose(fx, C_X)(jnp.asarray(C_CT))
+    want = c.astype(np.complex128) * C_CT
+    conj = np.conj(c.astype(np.complex128)) * C_CT
+    observe.record(transpose_minus_conjugate=float(np.max(np.abs(np.asarray(xt) - conj))))
+    _close_complex(observe, xt, want, "transpose")
+    # the bilinear pairing: sum(f(x) * y) == sum(x * f^T(y)), no conjugation anywhere
+    lhs, rhs = np.sum(np.asarray(y) * C_CT), np.sum(C_X * np.asarray(xt))
+    # Both sides sum the same 8 products |c||x||ct|: y and xt each carry 4 ulps (relative 2**-21),
+    # and each side's complex products and sum add sqrt(2) gamma_10 (Higham 3.6), in float64 here.
+    terms = float(np.sum(np.abs(c) * np.abs(C_X) * np.abs(C_CT)))
+    tol = (2 * 2.0**-21 + 2 * np.sqrt(2) * numerics.gamma(10, "float32")) * terms
+    observe.record(pairing_gap=float(abs(lhs - rhs)), pairing_tol=tol)
+    assert abs(lhs - rhs) <= tol, f"<f(x), y> = {lhs} but <x, f^T(y)> = {rhs} (allowed {tol:.3g})"
+
+
+def complex_matmul_grad(observe) -> None:
+    """vjp of x -> x @ W (rows sharded) with complex W is ct @ W^T, not ct @ W^H."""
+    mesh = mesh_i()
+    xs, cts = complex_normal((N_SMALL * 2, 3), 17), complex_normal((N_SMALL * 2, 3), 18)
+    f = jax_api.shard_map(lambda x, w: x @ w, mesh=mesh, in_specs=(P(AXIS_I), P()), out_specs=P(AXIS_I), check=True)
+    _, vjp = jax.vjp(lambda x: f(x, jnp.asarray(C_W)), xs)
+    (gx,) = vjp(jnp.asarray(cts))
+    want = cts.astype(np.complex128) @ C_W.T.astype(np.complex128)
+    # a 3-term complex dot per element: gamma_{3+2} of sum |ct_k||w_k| per component (Higham 3.6)
+    bound = np.sqrt(2) * numerics.gamma(5, "float32") * (np.abs(cts) @ np.abs(C_W).T)
+    observe.record(vjp=numerics.assert_within_bound(np.asarray(gx).real, want.real, bound, why="3-term complex dot: sqrt(2) gamma_5"))
+    observe.record(vjp_imag=numerics.assert_within_bound(np.asarray(gx).imag, want.imag, bound, why="3-term complex dot: sqrt(2) gamma_5"))
+
+
+# --- test_tight_numerics.py (one op sharded, then a psum, within bounds derived per op) ---
+
+TIGHT_X = np.random.default_rng(5).uniform(-4.0, 4.0, (N_SMALL * 8, 16)).astype(np.float32)
+TIGHT_OPS = {"sin": (jnp.sin, np.sin), "exp": (jnp.exp, np.exp), "tanh": (jnp.tanh, np.tanh),
+             "logistic": (jax.nn.sigmoid, lambda v: 1.0 / (1.0 + np.exp(-v))), "mul": (lambda v: v * 1.5, lambda v: v * 1.5)}
+
+
+def sharded_op_and_psum_within_bounds(op: str, observe) -> None:
+    mesh = mesh_i()
+    jax_op, ref_op = TIGHT_OPS[op]
+    max_ulps, why = numerics.OP_ULPS[op]
+
+    def body(x):
+        y = jax_op(x)
+        return y, jax.lax.psum(jnp.sum(y, axis=0, keepdims=True), AXIS_I)
+
+    f = jax.jit(jax_api.shard_map(body, mesh=mesh, in_specs=P(AXIS_I), out_specs=(P(AXIS_I), P()), check=True))
+    y, total = f(TIGHT_X)
+    y_ref = ref_op(TIGHT_X.astype(np.float64))
+    observe.record(elementwise=numerics.assert_within_ulps(y, y_ref, max_ulps=max_ulps, why=why))
+    # The sum of R rows: each term carries its op error (<= max_ulps ulp at the term), then R - 1
+    # additions in some order (local sums, then the psum across shards): gamma_{R-1} * sum |terms|.
+    rows = TIGHT_X.shape[0]
+    bound = (max_ulps * numerics.ulp(y_ref, "float32")).sum(axis=0, keepdims=True) \
+        + numerics.gamma(rows - 1, "float32") * np.abs(y_ref).sum(axis=0, keepdims=True)
+    observe.record(psum=numerics.assert_within_bound(
+        total, y_ref.sum(axis=0, keepdims=True), bound,
+        why=f"{rows} terms each within {max_ulps} ulp ({why}), summed in float32: gamma_{rows - 1}"))
+
+
+# --- test_properties.py: generated meshes, specs and functions vs NumPy ---
+
+@dataclass(frozen=True)
+class Program:
+    """One generated case: mesh, which axes shard rows/cols, the function and the data seed."""
+
+    mesh_index: int
+    row_axes: tuple[str, ...]
+    col_axes: tuple[str, ...]
+    rows_per: int
+    cols_per: int
+    ops: tuple[str, ...]  # applied left to right
+    reduce_rows: bool  # sum over rows (a psum over the row axes) instead of an elementwise output
+    seed: int
+
+    @property
+    def mesh_shape(self) -> dict[str, int]:
+        shape, names = MESHES[self.mesh_index]
+        return dict(zip(names, shape))
+
+    def size(self, axes: tuple[str, ...]) -> int:
+        return int(np.prod([self.mesh_shape[a] for a in axes])) if axes else 1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.size(self.row_axes) * self.rows_per, self.size(self.col_axes) * self.cols_per
+
+    @property
+    def in_spec(self) -> P:
+        return P(_entry(self.row_axes), _entry(self.col_axes))
+
+    @property
+    def out_spec(self) -> P:
+        return P(None, _entry(self.col_axes)) if self.reduce_rows else self.in_spec
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        return self.row_axes + self.col_axes
+
+
+def _entry(axes: tuple[str, ...]):
+    return None if not axes else (axes[0] if len(axes) == 1 else axes)
+
+
+def _unary(name: str) -> Unary:
+    return next(u for u in UNARY if u.name == name)
+
+
+SCALE = 0.75
+
+
+def _body_fn(prog: Program):
+    """The per-shard function (elementwise ops, then an optional row sum + psum over the row axes)."""
+
+    def body(x):
+        for name in prog.ops:
+            x = SCALE * x if name == "scale" else _unary(name).jax_fn(x)
+        if prog.reduce_rows:
+            x = jnp.sum(x, axis=0, keepdims=True)
+            if prog.row_axes:
+                x = jax.lax.psum(x, prog.row_axes)
+        return x
+
+    return body
+
+
+def _np_forward(prog: Program, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(f(x), f'(x)) of the elementwise part, unsharded, in NumPy (chain rule by hand)."""
+    val, der = x.astype(np.float64), np.ones_like(x, dtype=np.float64)
+    for name in prog.ops:
+        if name == "scale":
+            val, der = SCALE * val, SCALE * der
+        else:
+            u = _unary(name)
+            val, der = u.np_fn(val), der * u.np_deriv(val)
+    return val, der
+
+
+def _np_out(prog: Program, elementwise: np.ndarray) -> np.ndarray:
+    return elementwise.sum(axis=0, keepdims=True) if prog.reduce_rows else elementwise
+
+
+def _setup(prog: Program):
+    shape, names = MESHES[prog.mesh_index]
+    mesh = jax_api.make_mesh_nd(shape, names)
+    rng = np.random.RandomState(prog.seed)
+    x = rng.uniform(-1.5, 1.5, size=prog.shape).astype(np.float32)
+    t = rng.uniform(-1.0, 1.0, size=prog.shape).astype(np.float32)
+    sharding = NamedSharding(mesh, prog.in_spec)
+    g = jax_api.shard_map(_body_fn(prog), mesh=mesh, in_specs=(prog.in_spec,), out_specs=prog.out_spec)
+    return mesh, g, x, t, jax.device_put(x, sharding), jax.device_put(t, sharding)
+
+
+def _describe(prog: Program) -> dict:
+    return {"mesh": dict(prog.mesh_shape), "in_spec": str(prog.in_spec), "out_spec": str(prog.out_spec),
+            "shape": list(prog.shape), "ops": list(prog.ops), "reduce_rows": prog.reduce_rows}
+
+
+def linearize_and_jvp_match_numpy(mesh_index, row_axes, col_axes, rows_per, cols_per, ops, reduce_rows, seed,
+                                  observe) -> None:
+    """linearize and jvp of one generated Program (its fields) vs the NumPy derivative, and the
+    linearized map still a shard_map."""
+    need_devices()
+    prog = Program(mesh_index, row_axes, col_axes, rows_per, cols_per, tuple(ops), reduce_rows, seed)
+    _mesh, g, x_host, t_host, x, t = _setup(prog)  # noqa: F841 - mesh kept alive
+    val, der = _np_forward(prog, x_host)
+    y_ref, ydot_ref = _np_out(prog, val), _np_out(prog, der * t_host)
+
+    def both(x, t):  # one compiled program per example: linearize and jvp of the same point
+        y, lin = jax.linearize(g, x)
+        return y, lin(t), jax.jvp(g, (x,), (t,))[1]
+
+    y, ydot_lin, ydot = jax.jit(both)(x, t)
+    observe.close(y, y_ref, name="primal_out", **TOL)
+    observe.close(ydot_lin, ydot_ref, name="linearize", **TOL)
+    observe.close(ydot, ydot_ref, name="jvp", **TOL)
+    observe.record(program=_describe(prog))
+    # IR invariant: the linearized map is itself a shard_map (the tangent runs per shard, not gathered).
+    lin_jaxpr = str(jax.make_jaxpr(lambda t: jax.linearize(g, x)[1](t))(t))
+    assert "shard_map" in lin_jaxpr, f"no shard_map in the linearized jaxpr: {lin_jaxpr[:400]}"
+
+
+def linear_transpose_is_the_adjoint(mesh_index, row_axes, col_axes, rows_per, cols_per, ops, reduce_rows, seed,
+                                    observe) -> None:
+    """linear_transpose of a generated linear Program (its fields) vs the adjoint in NumPy."""
+    need_devices()
+    prog = Program(mesh_index, row_axes, col_axes, rows_per, cols_per, tuple(ops), reduce_rows, seed)
+    mesh, g, x_host, _t, x, _ = _setup(prog)
+    rng = np.random.RandomState(prog.seed + 1)
+    out_shape = (1, prog.shape[1]) if prog.reduce_rows else prog.shape
+    ct_host = rng.uniform(-1.0, 1.0, size=out_shape).astype(np.float32)
+    ct = jax.device_put(ct_host, NamedSharding(mesh, prog.out_spec))
+
+    (xt,) = jax.jit(lambda ct: jax.linear_transpose(g, x)(ct))(ct)
+    # Adjoint of x -> SCALE * x (then a row sum): broadcast the cotangent back over the rows.
+    ref = SCALE * (np.broadcast_to(ct_host, prog.shape) if prog.reduce_rows else ct_host)
+    observe.close(xt, ref, name="transpose", **TOL)
+    # <g(x), ct> == <x, g^T(ct)>, computed in float64 from the values jax returned.
+    lhs = float(np.vdot(np.asarray(g(x), np.float64), ct_host.astype(np.float64)))
+    rhs = float(np.vdot(x_host.astype(np.float64), np.asarray(xt, np.float64)))
+    observe.record(program=_describe(prog), adjoint_gap=abs(lhs - rhs))
+    assert abs(lhs - rhs) <= 1e-4 * max(1.0, abs(lhs)), (lhs, rhs)
+
+
+def grad_with_a_replicated_weight(mark: str, mesh_index, row_axes, col_axes, rows_per, cols_per, ops, reduce_rows,
+                                  seed, observe) -> None:
+    """loss(w, x) = sum(shard_map(body)(w, x) ** 2) with body = ops(x) * w, w a replicated scalar.
+
+    `implicit` leaves w unmarked (jax inserts the varying cast itself from 0.6.0); `pvary` / `pcast`
+    mark it explicitly. The gradient with respect to w sums every shard's contribution (the
+    transpose of the marking is a psum), the one with respect to x stays sharded.
+    """
+    need_devices()
+    prog = Program(mesh_index, row_axes, col_axes, rows_per, cols_per, tuple(ops), reduce_rows, seed)
+    marker = jax_api.mark_varying(mark) if mark != "implicit" else None
+    shape, names = MESHES[prog.mesh_index]
+    mesh = jax_api.make_mesh_nd(shape, names)
+    rng = np.random.RandomState(prog.seed)
+    x_host = rng.uniform(-1.5, 1.5, size=prog.shape).astype(np.float32)
+    w_host = np.float32(rng.uniform(0.5, 1.5))
+    inner = _body_fn(Program(prog.mesh_index, prog.row_axes, prog.col_axes, prog.rows_per, prog.cols_per,
+                             prog.ops, False, prog.seed))
+
+    def body(w, x):
+        if marker is not None and prog.varying:
+            w = marker(w, prog.varying)
+        y = inner(x) * w
+        if prog.reduce_rows:
+            y = jnp.sum(y, axis=0, keepdims=True)
+            if prog.row_axes:
+                y = jax.lax.psum(y, prog.row_axes)
+        return y
+
+    sm = jax_api.shard_map(body, mesh=mesh, in_specs=(P(), prog.in_spec), out_specs=prog.out_spec)
+
+    def loss(w, x):
+        return jnp.sum(sm(w, x) ** 2)
+
+    x = jax.device_put(x_host, NamedSharding(mesh, prog.in_spec))
+    gw, gx = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.float32(w_host), x)
+
+    val, der = _np_forward(prog, x_host)
+    out = _np_out(prog, val * float(w_host))
+    upstream = 2.0 * out  # dloss/dout
+    back = np.broadcast_to(upstream, prog.shape) if prog.reduce_rows else upstream
+    observe.close(gw, float(np.sum(back * val)), name="grad_w", rtol=1e-4, atol=1e-4)  # the loss squares and sums up to 32 generated values, its gradient sums them again: two n-term reductions
+    observe.close(gx, back * float(w_host) * der, name="grad_x", rtol=1e-4, atol=1e-4)  # of chains with exp/tanh in another order than NumPy's: 1e-4 (~800 ulps at 1) covers n * eps * the chain's gain
+    observe.record(program=_describe(prog), mark=mark)
+    if marker is not None and prog.varying:
+        prims = str(jax.make_jaxpr(jax.grad(loss))(jnp.float32(w_host), x))
+        assert ("pvary" in prims or "pcast" in prims), "the explicit marking is not in the jaxpr"
+
+
+# the properties' pinned examples (their @example; Program's fields, as literals)
+LINEARIZE_EXAMPLE = {"mesh_index": 4, "row_axes": ("x", "y"), "col_axes": (), "rows_per": 1, "cols_per": 2,
+                     "ops": ("sin", "square"), "reduce_rows": True, "seed": 7}
+TRANSPOSE_EXAMPLE = {"mesh_index": 5, "row_axes": ("y",), "col_axes": ("x",), "rows_per": 2, "cols_per": 1,
+                     "ops": ("scale",), "reduce_rows": True, "seed": 3}
+GRAD_EXAMPLE = {"mesh_index": 3, "row_axes": ("x",), "col_axes": (), "rows_per": 1, "cols_per": 1,
+                "ops": ("tanh",), "reduce_rows": True, "seed": 11}
+
+
 CORES = {
     "test_linearize_transpose.py::test_linearize_transpose": linearize_transpose,
     # the upstream report's case, pinned by the property's @example: mean(x**2), 2 elements a shard
     "test_properties.py::test_replicated_primal_linearize_transpose":
         (replicated_primal_linearize_transpose, {"mesh_index": 1, "per_shard": 2, "op": "square", "seed": 0}),
+    "test_linearize_transpose.py::test_grad_of_shard_map_with_pvary": grad_of_shard_map_with_pvary,
+    "test_transpose_rules.py::test_fanout_transposes_to_a_sum_over_the_axis": fanout_transposes_to_a_sum,
+    "test_transpose_rules.py::test_psum_to_replicated_transposes_to_a_broadcast": psum_to_replicated_transposes_to_a_broadcast,
+    "test_transpose_rules.py::test_psum_to_sharded_transposes_to_a_psum": psum_to_sharded_transposes_to_a_psum,
+    "test_transpose_rules.py::test_replicated_identity_transposes_to_identity": replicated_identity_transposes_to_identity,
+    "test_transpose_rules.py::test_marking_a_replicated_input_varying_and_grad_sums_back": marking_varying_and_grad_sums_back,
+    "test_defaults.py::test_shard_map_with_its_defaults_refuses_an_output_it_cannot_prove_replicated":
+        defaults_refuse_an_unprovable_replicated_output,
+    "test_defaults.py::test_shard_map_with_its_defaults_matches_numpy": defaults_match_numpy,
+    "test_complex.py::test_transpose_of_a_complex_scaling_is_not_conjugated": complex_scaling_transpose,
+    "test_complex.py::test_grad_of_a_complex_matmul_under_shard_map_uses_the_transpose": complex_matmul_grad,
+    "test_tight_numerics.py::test_sharded_op_and_psum_are_within_their_bounds": sharded_op_and_psum_within_bounds,
+    "test_properties.py::test_linearize_and_jvp_match_the_unsharded_derivative":
+        (linearize_and_jvp_match_numpy, LINEARIZE_EXAMPLE),
+    "test_properties.py::test_linear_transpose_is_the_adjoint": (linear_transpose_is_the_adjoint, TRANSPOSE_EXAMPLE),
+    "test_properties.py::test_grad_with_a_replicated_weight_matches_numpy": (grad_with_a_replicated_weight, GRAD_EXAMPLE),
 }

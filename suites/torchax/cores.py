@@ -13,6 +13,9 @@ import numpy as np
 from harness.incell.compat import require, torch_api
 from harness.incell.numerics import OP_ULPS, assert_within_bound, assert_within_ulps, gamma, ulp
 from harness.incell.ir import count_main_arguments
+from harness.incell.numerics import to_numpy
+# the call_jax family's output templates and input-tree probe: both bridges face the same trees
+from suites.call_jax.cores import FROZEN, _dtype_static, _map, _torch_dtype, build, leaves_at_paths, probe, structure
 
 
 def torchax_env():
@@ -609,6 +612,99 @@ def interop_j2t_autograd_of_a_jax_function(observe) -> None:
     import jax.numpy as jnp
 
     _j2t_autograd_forward_backward(lambda w, x: _sin_mul_add(jnp, w, x), observe)
+# --- test_structure.py (the call_jax family's output trees through interop.call_jax) ---
+
+A_STRUCT = np.linspace(-1.0, 1.0, 3, dtype=np.float32)
+B_STRUCT = np.arange(6, dtype=np.float32).reshape(2, 3) / 7.0
+
+
+def interop_output_tree(template, observe, label: str = "call") -> None:
+    """interop.call_jax of a function returning build(template): JAX's structure, bit-equal leaves."""
+    import jax
+    import jax.numpy as jnp
+
+    env = torchax_env()
+    torch = require("torch")
+    with env:
+        out = interop("call_jax")(lambda a, b: build(template, a, b),
+                                  env.to_xla(torch.from_numpy(A_STRUCT)), env.to_xla(torch.from_numpy(B_STRUCT)))
+    want = jax.jit(lambda a, b: build(template, a, b))(jnp.asarray(A_STRUCT), jnp.asarray(B_STRUCT))
+    got_s, want_s = structure(out), structure(want)
+    assert got_s == want_s, f"{label}: output structure {got_s} differs from JAX's {want_s}"
+    view = interop("jax_view")
+    for (path, got), (_, ref) in zip(leaves_at_paths(out), leaves_at_paths(want)):
+        # the same float32 op (a * k or b + k) on both sides: bit for bit
+        np.testing.assert_array_equal(to_numpy(np.asarray(view(got))), to_numpy(ref), err_msg=f"{label} {path}")
+
+
+def interop_frozen_output_structure(shape: str, observe) -> None:
+    interop_output_tree(FROZEN[shape], observe, label=shape)
+
+
+def interop_generated_output_tree(template, observe) -> None:
+    interop_output_tree(template, observe)
+
+
+# the structure property's pinned example: a dict, a list, a tuple and None around two tensors
+INTEROP_STRUCTURE_EXAMPLE = {"template": {"w": [("a", 2), None], "b": (("b", -1),)}}
+
+
+# --- test_properties.py: the call_jax family's generated input trees through interop.call_jax ---
+
+def interop_generated_pytree(sig, observe) -> None:
+    """torchax.interop.call_jax with a generated input tree (torchax tensors, every static kind incl.
+    torch dtypes, args and kwargs in the order given) equals the same probe evaluated directly in
+    JAX: output tree, every leaf's dtype and values."""
+    import jax
+    import jax.numpy as jnp
+
+    env = torchax_env()
+    torch = require("torch")
+    call = torch_api.torchax_entry("interop.call_jax")
+    jax_view = torch_api.torchax_entry("interop.jax_view")
+    args, kwargs = sig
+    gen = torch.Generator().manual_seed(2)
+    refs = {}
+
+    def leaf(spec, *, for_jax: bool):
+        if spec[0] == "jnp":  # jnp scalar types are callables torchax wraps: pinned by test_interop's
+            return jnp.dtype(spec[1])  # test_interop_call_jax_jnp_scalar_type_static; dtype instances here
+        if spec[0] != "tensor":
+            return _dtype_static(spec, for_jax=for_jax)
+        _, shape, dtype = spec
+        if id(spec) not in refs:
+            t = torch.randint(-5, 6, shape, generator=gen) if dtype == "int32" else torch.randn(shape, generator=gen)
+            refs[id(spec)] = t.to(_torch_dtype(dtype))
+        t = refs[id(spec)]
+        if for_jax:
+            return jnp.asarray(t.float().numpy()).astype(jnp.bfloat16) if t.dtype == torch.bfloat16 else jnp.asarray(t.numpy())
+        return env.to_xla(t)
+
+    tx_args = tuple(_map(a, lambda s: leaf(s, for_jax=False)) for a in args)
+    tx_kwargs = {k: _map(v, lambda s: leaf(s, for_jax=False)) for k, v in kwargs.items()}
+    ref_args = tuple(_map(a, lambda s: leaf(s, for_jax=True)) for a in args)
+    ref_kwargs = {k: _map(v, lambda s: leaf(s, for_jax=True)) for k, v in kwargs.items()}
+    with env:
+        out = call(lambda *a, **k: probe(*a, **k), *tx_args, **tx_kwargs)
+    got_flat, got_tree = jax.tree_util.tree_flatten_with_path(jax_view(out))
+    want_flat, want_tree = jax.tree_util.tree_flatten_with_path(probe(*ref_args, **ref_kwargs))
+    assert got_tree == want_tree, f"output tree {got_tree} differs from JAX's {want_tree}"
+    low = "float16" in repr(sig)  # bfloat16 / float16 anywhere: last-bit differences
+    for (path, got), (_, ref) in zip(got_flat, want_flat):
+        where = jax.tree_util.keystr(path)
+        got, ref = np.asarray(got), np.asarray(ref)
+        assert got.dtype == ref.dtype, f"{where}: interop.call_jax returned {got.dtype}, JAX returns {ref.dtype}"
+        loose = low or "sum" in where
+        # 1e-5: the same float32 ops compiled on two paths (fusion may reorder a reduction of a few
+        # dozen terms: n * eps ~ 4e-6); 2e-2 / 1e-2: bfloat16 rounds at 2**-8 ~ 4e-3, a few times
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=2e-2 if loose else 1e-5,
+                                   atol=1e-2 if loose else 1e-5, err_msg=where)
+
+
+# the property's pinned example: a torch dtype static (torch_xla 2.8's bundled torchax cannot map
+# it), kwargs out of sorted order, every other literal leaf kind
+INTEROP_PYTREE_EXAMPLE = {"sig": ([("tensor", (2, 3), "float32"), {"w": ("tensor", (3,), "int32"), "cfg": [None, "mode"]}],
+                                  {"scale": 0.5, "bias": ("torch", "float32"), "alpha": True})}
 
 
 CORES = {
@@ -636,4 +732,9 @@ CORES = {
     "test_entry_points.py::test_interop_call_torch_under_jax_grad": interop_call_torch_under_jax_grad,
     "test_entry_points.py::test_interop_j2t_autograd_of_a_torch_function": interop_j2t_autograd_of_a_torch_function,
     "test_entry_points.py::test_interop_j2t_autograd_of_a_jax_function": interop_j2t_autograd_of_a_jax_function,
+    "test_structure.py::test_output_structure": interop_frozen_output_structure,
+    "test_structure.py::test_generated_output_trees_come_back_as_jax_returns_them":
+        (interop_generated_output_tree, INTEROP_STRUCTURE_EXAMPLE),
+    "test_properties.py::test_generated_pytrees_through_interop_call_jax":
+        (interop_generated_pytree, INTEROP_PYTREE_EXAMPLE),
 }

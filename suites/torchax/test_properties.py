@@ -9,21 +9,15 @@ torchax.extract_jax against torch autograd on CPU. Deterministic under the root 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from harness.incell.compat import require, torch_api
 from suites.torchax import cores
-# the call_jax family's generated trees and probe, shared so both bridges face the same inputs
-from suites.call_jax.test_properties import _dtype_static, _map, _torch_dtype, n_tensors, probe, signatures
+# the call_jax family's generated input trees, shared so both bridges face the same inputs
+from suites.call_jax.test_properties import single_calls
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
-
-try:
-    import torch
-except ImportError:  # collected everywhere; the fixtures skip where the cell has no torch
-    torch = None
 
 DTYPES = ["float32", "float64", "int64", "int32", "bool", "bfloat16", "float16", "int8", "uint8"]
 
@@ -63,49 +57,10 @@ def test_generated_module_grads_match_torch_autograd(kinds, width, batch, seed, 
     cores.generated_module_grads(kinds, width, batch, seed, observe)
 
 
-@hypothesis.given(data=st.data())
-def test_generated_pytrees_through_interop_call_jax(data, env, observe):
+@hypothesis.example(**cores.INTEROP_PYTREE_EXAMPLE)  # the example `harness report` exports
+@hypothesis.given(sig=single_calls())
+def test_generated_pytrees_through_interop_call_jax(sig, env, observe):
     """torchax.interop.call_jax with the call_jax family's generated input trees (torchax tensors,
-    every static kind incl. torch dtypes, args and kwargs in any order) equals the same probe
-    evaluated directly in JAX: output tree, every leaf's dtype and values."""
-    import jax
-    import jax.numpy as jnp
-
-    call = torch_api.torchax_entry("interop.call_jax")
-    jax_view = torch_api.torchax_entry("interop.jax_view")
-    args, kwargs = data.draw(signatures.filter(lambda s: n_tensors(s) >= 1), label="signature")
-    keys = data.draw(st.permutations(list(kwargs)), label="kwargs order")
-    gen = torch.Generator().manual_seed(2)
-    refs = {}
-
-    def leaf(spec, *, for_jax: bool):
-        if spec[0] == "jnp":  # jnp scalar types are callables torchax wraps: pinned by test_interop's
-            return jnp.dtype(spec[1])  # test_interop_call_jax_jnp_scalar_type_static; dtype instances here
-        if spec[0] != "tensor":
-            return _dtype_static(spec, for_jax=for_jax)
-        _, shape, dtype = spec
-        if id(spec) not in refs:
-            t = torch.randint(-5, 6, shape, generator=gen) if dtype == "int32" else torch.randn(shape, generator=gen)
-            refs[id(spec)] = t.to(_torch_dtype(dtype))
-        t = refs[id(spec)]
-        if for_jax:
-            return jnp.asarray(t.float().numpy()).astype(jnp.bfloat16) if t.dtype == torch.bfloat16 else jnp.asarray(t.numpy())
-        return env.to_xla(t)
-
-    tx_args = tuple(_map(a, lambda s: leaf(s, for_jax=False)) for a in args)
-    tx_kwargs = {k: _map(kwargs[k], lambda s: leaf(s, for_jax=False)) for k in keys}
-    ref_args = tuple(_map(a, lambda s: leaf(s, for_jax=True)) for a in args)
-    ref_kwargs = {k: _map(v, lambda s: leaf(s, for_jax=True)) for k, v in kwargs.items()}
-    with env:
-        out = call(lambda *a, **k: probe(*a, **k), *tx_args, **tx_kwargs)
-    got_flat, got_tree = jax.tree_util.tree_flatten_with_path(jax_view(out))
-    want_flat, want_tree = jax.tree_util.tree_flatten_with_path(probe(*ref_args, **ref_kwargs))
-    assert got_tree == want_tree, f"output tree {got_tree} differs from JAX's {want_tree}"
-    low = "float16" in repr((args, kwargs))  # bfloat16 / float16 anywhere: last-bit differences
-    for (path, got), (_, ref) in zip(got_flat, want_flat):
-        where = jax.tree_util.keystr(path)
-        got, ref = np.asarray(got), np.asarray(ref)
-        assert got.dtype == ref.dtype, f"{where}: interop.call_jax returned {got.dtype}, JAX returns {ref.dtype}"
-        loose = low or "sum" in where
-        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=2e-2 if loose else 1e-5,
-                                   atol=1e-2 if loose else 1e-5, err_msg=where)
+    every static kind incl. torch dtypes, args and kwargs in any order; all drawn up front, so the
+    falsifying example is the case) equals the same probe evaluated directly in JAX."""
+    cores.interop_generated_pytree(sig, observe)

@@ -82,7 +82,11 @@ def test_every_known_bug_case_has_a_core_and_exports_a_self_contained_script():
         imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert not imported & {"harness", "suites", "pytest", "hypothesis"}, (case_id, imported)
         assert str(REPO) not in script and "/root" not in script and "/home/" not in script, case_id
-        assert 'if __name__ == "__main__":' in script and "observe=Observe()" in script
+        assert 'if __name__ == "__main__":' in script
+        # an Observe only where the script reads `observe` (a close to check, records read back)
+        assert ("observe=Observe()" in script) == ("class Observe(dict):" in script), case_id
+        reads = any(isinstance(n, ast.Name) and n.id == "observe" and isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
+        assert reads == ("observe=Observe()" in script), case_id  # observe=None only where nothing reads it
 
 
 def test_the_shim_is_resolved_for_the_cells_versions():
@@ -116,10 +120,11 @@ def test_header_says_install_run_and_issue_and_neutralises_control_characters():
     script = export_script(case, {**CELL, "cell": "jax060-cpu\nrm -rf /"},
                            {"id": "jax-28260\r\nx", "link": "https://github.com/jax-ml/jax/issues/28260"})
     header = [ln for ln in script.splitlines() if ln.startswith("#")]
-    assert any("\\x0a" in ln for ln in header) and not any("rm -rf" in ln and not ln.startswith("# cell") for ln in header)
+    assert any("\\x0a" in ln for ln in header) and all("rm -rf" not in ln or "cpu\\x0arm -rf" in ln for ln in header)
     compile(script, "x", "exec")
     assert "# install: pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.2.6" in script
-    assert "XLA_FLAGS=--xla_force_host_platform_device_count=8" in script
+    assert "(sets PJRT_DEVICE, XLA_FLAGS, JAX_PLATFORMS itself)" in header[3]
+    assert len(header) == 4  # what and where, the known issue, install, how to run and what the exit says
     assert "os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')" in script
     assert script.index("os.environ.setdefault") < script.index("import jax")
     assert "https://github.com/jax-ml/jax/issues/28260" in script

@@ -707,6 +707,9 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
     methods = _observe_methods(defs)
     prelude = _prelude(methods or set())
     col.out = defs
+    used = set().union(*(_free_names(d.node) for d in defs), *({h.split()[1].split(".")[0] for h in d.hoisted} for d in defs))
+    if not used & {"torch", "torch_xla", "torchax"}:  # no torch tensor can reach to_numpy
+        col.installed = col.installed - {"torch"}
     if methods is not None:
         col.need(prelude, "Observe")
     if any("skip" in _free_names(d.node) for d in col.out):

@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 from harness.judge.apis import ApiRange, default_api_ranges
 from harness.paths import REPO, SUITES_DIR
+from harness.redact import redact
 
 # Harness modules a core may use; their source is inlined (resolved), never imported.
 _INLINED = {
@@ -502,8 +503,66 @@ def redact_url(url: str) -> str:
     return url
 
 
+def source_placeholder(package: str) -> str:
+    """What a paste-ready text shows for a source on this machine (never its path): `<jax source>`."""
+    return f"<{package} source>"
+
+
+def shown_requirement(package: str, src: Mapping[str, Any]) -> str:
+    """A source's PEP 508 requirement as a paste shows it: a URL as it is (credentials redacted), a
+    local repository, tree or wheel as its placeholder (source_notes says what it stands for)."""
+    from harness.cells.cell import is_url
+
+    loc = str(src.get("location") or "")
+    where = redact(loc) if is_url(loc) else source_placeholder(package)
+    if src.get("kind") == "git":
+        sub = f"#subdirectory={src['subdir']}" if src.get("subdir") else ""
+        return f"{package} @ git+{where}@{src.get('sha') or src.get('ref') or 'HEAD'}{sub}"
+    if src.get("kind") == "wheel" and not is_url(loc):
+        return f"{package} @ {where}/{Path(loc).name}"  # the wheel's file name says what it is
+    return f"{package} @ {where}"
+
+
+def source_notes(cell: Mapping[str, Any]) -> list[str]:
+    """One line per local source placeholder: what it stands for (kind, commit, content hash)."""
+    from harness.cells.cell import is_url
+
+    out = []
+    for pkg, src in (cell.get("sources") or {}).items():
+        if not isinstance(src, Mapping) or is_url(str(src.get("location") or "")):
+            continue
+        kind = src.get("kind")
+        what = {"git": "a local git repository", "path": "a local source tree",
+                "wheel": "a local wheel"}.get(str(kind), "a local source")
+        facts = []
+        if src.get("sha"):
+            facts.append(f"commit {src['sha']}" + (" with uncommitted edits" if src.get("dirty") else ""))
+        if src.get("content_hash") and (kind != "git"):
+            facts.append(f"content sha256 {str(src['content_hash'])[:16]}")
+        if src.get("subdir"):
+            facts.append(f"package in {src['subdir']}/")
+        if src.get("version"):
+            facts.append(f"version {src['version']}")
+        out.append(f"{source_placeholder(str(pkg))}: {what} this cell took {pkg} from ({', '.join(facts) or 'unresolved'}); "
+                   "its path is not shown: use your copy of it")
+    return out
+
+
+def show_sources(words: list[str], cell: Mapping[str, Any]) -> list[str]:
+    """Install-line words with each source requirement (`jax @ git+file:///src/jax@SHA`) shown as
+    shown_requirement() gives it: no machine path in a paste-ready text."""
+    sources = {canonicalize_name(k): v for k, v in (cell.get("sources") or {}).items() if isinstance(v, Mapping)}
+    out = []
+    for w in words:
+        name = w.split(" @ ", 1)[0].split("[", 1)[0] if " @ " in w else ""
+        src = sources.get(canonicalize_name(name)) if name else None
+        out.append(shown_requirement(canonicalize_name(name), src) if src is not None else w)
+    return out
+
+
 def standalone_install_line(cell: Mapping[str, Any]) -> str:
-    """The cell's pip line (pins and extras, index URLs redacted), plus the numpy the scripts use."""
+    """The cell's pip line (pins and extras, index URLs redacted, sources as placeholders), plus the
+    numpy the scripts use."""
     try:
         words = shlex.split(str(cell.get("install_line") or ""))
     except ValueError:
@@ -511,7 +570,7 @@ def standalone_install_line(cell: Mapping[str, Any]) -> str:
     if words[:2] != ["pip", "install"]:
         words = ["pip", "install"] + [f"{k}=={v}" for k, v in (cell.get("pins") or {}).items()]
     out, url_next = [], False
-    for w in words:
+    for w in show_sources(words, cell):
         out.append(redact_url(w) if url_next or "://" in w else w)
         url_next = w in ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
     if not any(re.match(r"numpy\b", w) for w in out):
@@ -678,6 +737,7 @@ def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any
     if expectation:
         lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
     lines.append(f"# install: {_comment(standalone_install_line(cell))}")
+    lines += [f"# {_comment(note)}" for note in source_notes(cell)]
     sets = f" (sets {', '.join(_comment(k) for k in env)} itself)" if env else ""
     lines.append(f"# python3 repro.py{sets}: exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here")
     return lines

@@ -184,3 +184,26 @@ def test_write_repros_writes_a_script_beside_the_markdown_for_failing_results_on
     assert "<details><summary>" in md and (tmp_path / f"{stem}.py").read_text() in md
     assert "--matrix matrices/default.yaml --cell jax060-cpu" in md and "pytest-reportlog" in md
     assert str(REPO) not in md
+
+
+def test_only_what_the_case_uses_is_inlined():
+    """The shrinking rules, each against its opposite case (tests/test_standalone_length.py bounds the lengths)."""
+    xla29 = _versions_for("suites/call_jax/")
+    xla26 = {**xla29, "cell": "xla26-cpu", "pins": {"torch": "2.6.0", "torch_xla": "2.6.0", "jax": "0.4.38"},
+             "install_line": "pip install torch==2.6.0 torch-xla==2.6.0 jax==0.4.38 jaxlib==0.4.38"}
+    case = "suites/call_jax/test_upstream_parity.py::test_equal_looking_statics_trace_apart[int_then_float]"
+    new, old = export_script(case, xla29), export_script(case, xla26)
+    # require() of an installed package is an import; xla() that only returned it is gone
+    assert "\nimport torch\nimport torch_xla\n" in new and "def require(" not in new and "def xla(" not in new
+    # call_jax is in torch_xla 2.9's range: its api_absent guard folds away; 2.6 has no call_jax: it stays
+    assert "api_absent" not in new and "def api_absent(" in old and "skip(" in old
+    assert "def skip(" not in new  # nothing left that can skip
+    # the try/except ImportError guard of a present API goes, the import stays
+    script = export_script(LINEARIZE, CELL)
+    assert "from jax.experimental.shard_map import shard_map as exp_shard_map" in script
+    assert "except ImportError" not in script and "def _experimental_shard_map(" not in script
+    # no torch in a jax-only script: to_numpy without its torch branch; with torch, the branch stays
+    assert "detach" not in script and "detach" in new
+    # Observe has only what the case calls; docstrings of inlined helpers go, the core's stays
+    assert "def close(" in script and "def record(" not in script
+    assert '"""jax#28260: linearize' in script and script.count('"""') == 2

@@ -363,7 +363,8 @@ class _Tidy(ast.NodeTransformer):
     def generic_visit(self, node: ast.AST) -> ast.AST:
         super().generic_visit(node)
         body = getattr(node, "body", None)
-        if isinstance(node, ast.FunctionDef) and len(body) >= 2 and _assign_then_return(body[-2], body[-1]):
+        if (isinstance(node, ast.FunctionDef) and len(body) >= 2 and _assign_then_return(body[-2], body[-1])
+                and sum(isinstance(n, ast.Name) and n.id == body[-1].value.id for n in ast.walk(node)) == 2):
             body[-2:] = [ast.copy_location(ast.Return(body[-2].value), body[-1])]  # `x = E; return x`: return E
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)

@@ -8,6 +8,12 @@ presence the API's recorded range (matrices/apis/) gives for the cell's versions
 it guards is folded away. `pytest.skip` becomes an exit with 125 (git bisect's "cannot test"),
 `observe` a small checker that asserts the same closeness. The script raises (exit 1, with the
 message, the numbers or the IR fact) while the bug is there and exits 0 when it is fixed.
+
+Only what the case reaches goes in (short enough to paste into an upstream issue): `require()` of a
+package the cell installs becomes an import, an `api_absent` guard of an API the cell has folds
+away, helpers left only returning a module become that name, records nobody reads go, and the
+script's own Observe/skip/to_numpy come only as far as they are used. A package from a local
+source is shown as a placeholder (`<jax source>`), never as a machine path.
 """
 
 from __future__ import annotations

@@ -75,7 +75,11 @@ def _assert_self_contained(case_id: str, script: str) -> None:
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert not imported & {"harness", "suites", "pytest", "hypothesis"}, (case_id, imported)
     assert str(REPO) not in script and "/root" not in script and "/home/" not in script, case_id
-    assert 'if __name__ == "__main__":' in script and "observe=Observe()" in script
+    assert 'if __name__ == "__main__":' in script
+    # an Observe only where the script reads `observe` (a close to check, records read back)
+    assert ("observe=Observe()" in script) == ("class Observe(dict):" in script), case_id
+    reads = any(isinstance(n, ast.Name) and n.id == "observe" and isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
+    assert reads == ("observe=Observe()" in script), case_id  # observe=None only where nothing reads it
     # an inlined helper named like a local of the code that uses it would be shadowed (UnboundLocalError)
     top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
@@ -144,10 +148,11 @@ def test_header_says_install_run_and_issue_and_neutralises_control_characters():
     script = export_script(case, {**CELL, "cell": "jax060-cpu\nrm -rf /"},
                            {"id": "jax-28260\r\nx", "link": "https://github.com/jax-ml/jax/issues/28260"})
     header = [ln for ln in script.splitlines() if ln.startswith("#")]
-    assert any("\\x0a" in ln for ln in header) and not any("rm -rf" in ln and not ln.startswith("# cell") for ln in header)
+    assert any("\\x0a" in ln for ln in header) and all("rm -rf" not in ln or "cpu\\x0arm -rf" in ln for ln in header)
     compile(script, "x", "exec")
     assert "# install: pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.2.6" in script
-    assert "XLA_FLAGS=--xla_force_host_platform_device_count=8" in script
+    assert "(sets PJRT_DEVICE, XLA_FLAGS, JAX_PLATFORMS itself)" in header[3]
+    assert len(header) == 4  # what and where, the known issue, install, how to run and what the exit says
     assert "os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')" in script
     assert script.index("os.environ.setdefault") < script.index("import jax")
     assert "https://github.com/jax-ml/jax/issues/28260" in script
@@ -207,3 +212,26 @@ def test_write_repros_writes_a_script_beside_the_markdown_for_failing_results_on
     assert "<details><summary>" in md and (tmp_path / f"{stem}.py").read_text() in md
     assert "--matrix matrices/default.yaml --cell jax060-cpu" in md and "pytest-reportlog" in md
     assert str(REPO) not in md
+
+
+def test_only_what_the_case_uses_is_inlined():
+    """The shrinking rules, each against its opposite case (tests/test_standalone_length.py bounds the lengths)."""
+    xla29 = _versions_for("suites/call_jax/")
+    xla26 = {**xla29, "cell": "xla26-cpu", "pins": {"torch": "2.6.0", "torch_xla": "2.6.0", "jax": "0.4.38"},
+             "install_line": "pip install torch==2.6.0 torch-xla==2.6.0 jax==0.4.38 jaxlib==0.4.38"}
+    case = "suites/call_jax/test_upstream_parity.py::test_equal_looking_statics_trace_apart[int_then_float]"
+    new, old = export_script(case, xla29), export_script(case, xla26)
+    # require() of an installed package is an import; xla() that only returned it is gone
+    assert "\nimport torch\nimport torch_xla\n" in new and "def require(" not in new and "def xla(" not in new
+    # call_jax is in torch_xla 2.9's range: its api_absent guard folds away; 2.6 has no call_jax: it stays
+    assert "api_absent" not in new and "def api_absent(" in old and "skip(" in old
+    assert "def skip(" not in new  # nothing left that can skip
+    # the try/except ImportError guard of a present API goes, the import stays
+    script = export_script(LINEARIZE, CELL)
+    assert "from jax.experimental.shard_map import shard_map as exp_shard_map" in script
+    assert "except ImportError" not in script and "def _experimental_shard_map(" not in script
+    # no torch in a jax-only script: to_numpy without its torch branch; with torch, the branch stays
+    assert "detach" not in script and "detach" in new
+    # Observe has only what the case calls; docstrings of inlined helpers go, the core's stays
+    assert "def close(" in script and "def record(" not in script
+    assert '"""jax#28260: linearize' in script and script.count('"""') == 2

@@ -8,6 +8,10 @@ regex, that regex in its output. One process per script, forked from a driver th
 the cell's heavy packages once (torch_xla costs 10-20 s of CPU to import); the first script of
 each cell also runs as a plain fresh process, to show the driver does not change the verdict.
 
+Fixed known issues: where a known issue's range ends below a later cell in which the same case
+passes, the failing cell's script must exit 0 in that cell's env (issue 19 item 2; see
+test_fixed_known_issues_pass_on_the_fixing_release for which script and why).
+
 SEAMS_FIDELITY_REPORT=DIR reuses the report of an earlier `harness run` (its report.json and
 repro/) instead of running the cells here. SEAMS_FIDELITY=all checks every failing result of
 every cell (the README figure: builds the torch cells, about 25 min on 2 shared cores). By default,
@@ -26,12 +30,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from packaging.version import InvalidVersion, Version
 
 from harness.cells.envs import ensure_env
 from harness.cells.matrix import load_matrix
 from harness.judge.expectations import load_expectations
 from harness.paths import MATRICES_DIR, REPO
 from harness.report.repro import safe_name
+from harness.report.standalone import NoStandalone, export_script
 
 pytestmark = pytest.mark.e2e
 
@@ -163,3 +169,103 @@ def test_every_failing_case_reproduces_standalone(fidelity_report, tmp_path):
     assert not wrong, "\n".join(wrong)
     assert not missing, f"failing cases without a standalone script: {missing}"
 
+
+def _upper_bounded_below(exp, failing: dict[str, str], passing: dict[str, str]) -> bool:
+    """True if a version range of exp ends below the passing cell's release (a `<`/`<=` bound it
+    is past) and that release is later than the failing cell's: the fixing release."""
+    for pkg, spec in exp.when.items():
+        if spec is None or not any(s.operator in ("<", "<=") for s in spec):
+            continue
+        have, had = passing.get(pkg), failing.get(pkg)
+        try:
+            if have and had and not spec.contains(Version(have), prereleases=True) and Version(have) > Version(had):
+                return True
+        except InvalidVersion:
+            continue
+    return False
+
+
+def _code(script: str) -> str:
+    """A script without its header comments (case, cell, install line): its code."""
+    return "\n".join(line for line in script.splitlines() if not line.startswith("#"))
+
+
+def _fixing_pairs(report: dict, allowed: set[str]) -> list[tuple[str, str, str, str]]:
+    """(known issue id, case, failing cell, fixing cell) for every known issue that fails a case in
+    one cell and whose range ends below a later cell where the same case runs and passes."""
+    expectations = {e.id: e for e in load_expectations()}
+    cells = {c["cell"]: c for c in report["cells"]}
+    out = []
+    for case in report["cases"]:
+        for bad, r in case["results"].items():
+            exp = expectations.get((r.get("expectation") or {}).get("id", ""))
+            if r["raw"] not in FAILING_RAW or exp is None or bad not in allowed:
+                continue
+            bad_v = cells[bad].get("versions") or cells[bad].get("pins") or {}
+            for good, g in case["results"].items():
+                good_v = cells[good].get("versions") or cells[good].get("pins") or {}
+                if (g["raw"] == "pass" and good in allowed and not exp.applies(good_v, cells[good].get("device", "cpu"))
+                        and _upper_bounded_below(exp, bad_v, good_v)):
+                    out.append((exp.id, case["id"], bad, good))
+    return sorted(set(out))
+
+
+def test_fixed_known_issues_pass_on_the_fixing_release(fidelity_report, tmp_path):
+    """Issue 19: a standalone script exits 0 once the bug is fixed. For every known issue whose range
+    ends below a later default-matrix cell where the same case runs and passes (jax-only cells by
+    default, every cell with SEAMS_FIDELITY=all), the script runs in that fixing cell's env and must
+    exit 0.
+
+    Which script: the failing cell's own file (repro/BAD__CASE.py, as `harness report` wrote it), the
+    one a maintainer has and `bisect --script` carries across releases. An export folds the compat
+    shim for its cell's versions, so that file could be wrong on a later release for a reason that
+    is not the bug (an API the later release moved or removed: jax.experimental.shard_map with
+    check_rep is gone in 0.10). Where the fixing cell's own export has different code (a compat
+    branch folded the other way), that export runs instead, and the figure says how many did.
+    """
+    report = json.loads((fidelity_report / "report.json").read_text())
+    matrix = {c.name: c for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
+    allowed = {n for n, c in matrix.items()
+               if _everything() or not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"}}
+    pairs = _fixing_pairs(report, allowed)
+    expectations = {e.id: e for e in load_expectations()}
+    cells = {c["cell"]: c for c in report["cells"]}
+    by_cell: dict[str, list[tuple[str, str, str, Path]]] = {}
+    no_core = []
+    refolded = 0
+    for exp_id, case_id, bad, good in pairs:
+        exp = expectations[exp_id]
+        own = fidelity_report / "repro" / f"{safe_name(bad)}__{safe_name(case_id)}.py"
+        try:
+            fixed = export_script(case_id, cells[good], {"id": exp.id, "link": exp.link})
+        except NoStandalone:
+            no_core.append((exp_id, case_id))
+            continue
+        assert own.is_file(), f"{bad}: no repro/{own.name} for a failing case with a core"
+        script = own.read_text()
+        if _code(script) != _code(fixed):
+            script, refolded = fixed, refolded + 1
+        work = tmp_path / good
+        work.mkdir(exist_ok=True)
+        path = work / f"s{len(by_cell.get(good, []))}.py"
+        path.write_text(script)
+        by_cell.setdefault(good, []).append((exp_id, case_id, bad, path))
+    assert pairs, "no known issue has a fixing release among the cells run: nothing was checked"
+    wrong, passed = [], 0
+    for good, items in sorted(by_cell.items()):
+        python = ensure_env(matrix[good]).python
+        codes = _run_cell(python, matrix[good].run_env(), [p for *_x, p in items], tmp_path / good, "numpy,jax")
+        for exp_id, case_id, bad, path in items:
+            rc = codes[str(path)]
+            if rc == 0:
+                passed += 1
+            else:
+                out = Path(str(path) + ".out").read_text(errors="replace").strip().splitlines()[-3:]
+                wrong.append(f"{exp_id}: {case_id} fails in {bad}, passes in {good}, its script exits {rc} there: {out}")
+    checked = sum(len(v) for v in by_cell.values())
+    print(f"\nfixing release: {passed} of {checked} scripts pass on the release that fixed their known issue "
+          f"({checked - refolded} the failing cell's own file, {refolded} the fixing cell's export; "
+          f"{len({p[0] for p in pairs})} known issues, {len(pairs)} failing/fixing cell pairs; "
+          f"{'every cell' if _everything() else 'jax-only cells'}); without a script: {sorted(set(no_core))}")
+    assert not wrong, "\n".join(wrong)
+    assert not no_core, f"fixed known-issue cases without a standalone script: {sorted(c for _e, c in no_core)}"

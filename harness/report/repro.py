@@ -10,11 +10,15 @@ import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from harness.cells.cell import RUNTIME_REQUIREMENTS
 from harness.judge.testids import read_suite_module
 from harness.paths import REPO
 from harness.report.issue_body import fence, issue_body, scrub_paths, title
-from harness.report.standalone import NoStandalone, export_script, redact_url, run_env, standalone_install_line
+from harness.report.standalone import (NoStandalone, export_script, redact_url, run_env, source_notes, source_placeholder,
+                                       show_sources, standalone_install_line)
 from harness.safeio import atomic_write, dumps_strict
 
 _SKIP = {"ok", "skipped"}
@@ -80,32 +84,150 @@ def command_line(env: dict[str, Any], argv: list[str]) -> str:
 FAILING_RAW = {"fail", "error", "crash"}
 
 
-def harness_install_line(install_line: str) -> str:
+def harness_install_line(install_line: str, cell: dict[str, Any] | None = None) -> str:
     """The pip line for running a case through pytest and the harness plugin: the cell's pins
-    (index URLs redacted) plus every package the plugin and the suites import. The one line that
-    `harness report`, `bisect` and the issue bodies print."""
+    (index URLs redacted, sources of `cell` as placeholders) plus every package the plugin and the
+    suites import. The one line that `harness report`, `bisect` and the issue bodies print."""
     try:
         words = shlex.split(install_line)
     except ValueError:
         words = []
     if words[:2] != ["pip", "install"]:
         return "# " + shlex.quote(install_line)  # a tampered results file: shown, never run
+    words = show_sources(words, cell or {})
     return shlex.join([redact_url(w) if "://" in w else w for w in words] + list(RUNTIME_REQUIREMENTS))
 
 
-def cell_selection(cell: dict[str, Any]) -> list[str]:
-    """The `harness run` options that make this cell again: its matrix file or its sweep."""
-    source = str(cell.get("source") or "")
-    if source.startswith("--sweep "):
-        return ["--sweep", source[len("--sweep "):]]
-    path = source.rsplit(":", 1)[0] if re.search(r":\d+$", source) else source
-    if not path:
-        return []
+def _sweep_spec(source: str) -> str | None:
+    """The spec of a command-line sweep from a cell's source (`--sweep 'jax>=0.6,<0.7':0`)."""
+    if not source.startswith("--sweep "):
+        return None
+    text = re.sub(r":\d+$", "", source[len("--sweep "):])
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        try:
+            text = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return None
+    return text if isinstance(text, str) else None
+
+
+def _requirements(cell: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(index options, requirement words) of the cell's install line, credentials redacted."""
     try:
-        rel = Path(path).resolve().relative_to(REPO)
+        words = shlex.split(str(cell.get("install_line") or ""))
     except ValueError:
-        return ["--matrix", Path(path).name]  # outside the checkout: the file's name, not the machine path
-    return ["--matrix", rel.as_posix()]
+        return [], []
+    if words[:2] != ["pip", "install"]:
+        return [], []
+    options, reqs, i = [], [], 2
+    while i < len(words):
+        if words[i] in ("--index-url", "--extra-index-url", "--find-links") and i + 1 < len(words):
+            options += [words[i], redact_url(words[i + 1])]
+            i += 2
+            continue
+        reqs.append(words[i])
+        i += 1
+    return options, reqs
+
+
+def exact_pins_selection(cell: dict[str, Any], package: str | None = None) -> list[str] | None:
+    """`harness run` options that make a cell with exactly this cell's pins, as a one-release sweep
+    (the default matrix's settings): `--sweep 'jax==0.6.1' --with flax==0.10.0 --sweep-extra optax==0.2.4`.
+    None when the cell has no pinned release to sweep."""
+    from packaging.version import InvalidVersion, Version
+
+    from harness.cells.releases import paired_pins
+
+    pins = {canonicalize_name(k): str(v) for k, v in (cell.get("pins") or {}).items()}
+    floating = [canonicalize_name(k) for k in (cell.get("floating") or {})]
+    order = [canonicalize_name(package)] if package else []
+    order += floating + ["jax", "torch-xla", "torchax", *pins]
+    swept = next((p for p in order if p in pins and p != "jaxlib"), None)
+    if swept is None:
+        return None
+    version = pins[swept]
+    held = {k: v for k, v in pins.items() if k not in paired_pins(swept, version)}
+    options, reqs = _requirements(cell)
+    pinned = {f"{k}=={v}" for k, v in pins.items()}
+    extras = [r for r in reqs if re.sub(r"\[[^\]]*\]", "", r) not in pinned and " @ " not in r]
+    argv = ["--sweep", f"{swept}=={version}"]
+    for k, v in held.items():
+        argv += ["--with", f"{k}=={v}"]
+    for e in extras:
+        argv += ["--sweep-extra", e]
+    try:
+        if any(Version(v).is_prerelease or Version(v).is_devrelease for v in pins.values()):
+            argv.append("--pre")
+    except InvalidVersion:
+        pass
+    if "--index-url" in options:
+        argv += ["--index-url", options[options.index("--index-url") + 1]]
+    return argv
+
+
+def _source_selection(cell: dict[str, Any]) -> list[str]:
+    """`--with PKG=WHERE` (and `--pair`) for each source the cell took a package from: a git source
+    at its commit, a local path as its placeholder (source_notes says what it stands for)."""
+    from harness.cells.cell import is_url
+
+    argv: list[str] = []
+    sources = cell.get("sources") or {}
+    for pkg, src in sources.items():
+        if not isinstance(src, dict):
+            continue
+        loc = str(src.get("location") or "")
+        where = redact_url(loc) if is_url(loc) else source_placeholder(str(pkg))
+        if src.get("kind") == "git":
+            if src.get("subdir"):
+                continue  # --with cannot say subdir: only the matrix that names it makes this cell
+            argv += ["--with", f"{pkg}={where}@{src.get('sha') or src.get('ref') or 'HEAD'}"]
+        elif src.get("kind") == "wheel":
+            argv += ["--with", f"{pkg}={where}" + ("" if is_url(loc) else f"/{Path(loc).name}")]
+        else:
+            argv += ["--with", f"{pkg}={where}" + (f"/{src['subdir']}" if src.get("subdir") else "")]
+    jaxlib = (cell.get("pins") or {}).get("jaxlib")
+    if "jax" in sources and jaxlib:
+        argv += ["--pair", f"jaxlib=={jaxlib}"]  # the binary partner this run paired, not the rule's choice today
+    return argv
+
+
+def cell_selection(cell: dict[str, Any]) -> list[str]:
+    """The `harness run` options that make this cell again: its matrix or sweep file, or for a
+    command-line sweep the one release it swept (with what it held), then every source it took a
+    package from (`--with`, whether the matrix, --with or SEAMS_WITH put it there)."""
+    source = str(cell.get("source") or "")
+    spec = _sweep_spec(source)
+    if spec is not None:
+        try:
+            package = Requirement(spec).name
+        except InvalidRequirement:
+            package = None
+        argv = exact_pins_selection(cell, package) or ["--sweep", spec]
+    else:
+        path = source.rsplit(":", 1)[0] if re.search(r":\d+$", source) else source
+        argv = []
+        if path:
+            try:
+                rel = Path(path).resolve().relative_to(REPO)
+                argv = ["--matrix", rel.as_posix()]
+            except ValueError:
+                argv = ["--matrix", Path(path).name]  # outside the checkout: the file's name, not the machine path
+    return argv + _source_selection(cell)
+
+
+def selection_notes(cell: dict[str, Any]) -> list[str]:
+    """Comment lines under the `harness run` line: what a placeholder stands for, what a floating
+    pin resolved to (and the options for exactly those pins), a matrix file outside this checkout."""
+    notes = list(source_notes(cell))
+    floating = cell.get("floating") or {}
+    if floating and not str(cell.get("source") or "").startswith("--sweep "):
+        pins = cell.get("pins") or {}
+        moved = ", ".join(f"{k}: {w} -> {pins.get(k, '?')}" for k, w in floating.items())
+        exact = exact_pins_selection(cell, next(iter(floating)))
+        notes.append(f"{cell.get('cell')} floats ({moved} in this run); the matrix resolves it again when run")
+        if exact:
+            notes.append("exactly these pins: " + command_line({}, ["python", "-m", "harness", "run", *exact]))
+    return notes
 
 
 def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> str | None:
@@ -113,7 +235,8 @@ def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> 
     if not case_id or r.get("raw") not in FAILING_RAW:
         return None
     try:
-        return export_script(case_id, cell, r.get("expectation"))
+        return export_script(case_id, cell, r.get("expectation"),
+                             example=(r.get("observations") or {}).get("falsifying_example"))
     except NoStandalone:
         return None  # no core for this scenario yet: the harness-based repro stays
 
@@ -130,9 +253,10 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
         again = command_line({}, ["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
                                   "--", case_id])  # one line: a newline in the id must not end the comment
         run_lines = [run, f"# or, building the same env: {again}"]
+        run_lines += [f"# {printable(note)}" for note in selection_notes(cell)]
     body = issue_body(case_id, cell, r, script=script, script_name=script_name,
                       standalone_install=standalone_install_line(cell),
-                      harness_install=harness_install_line(str(cell.get("install_line") or "")),
+                      harness_install=harness_install_line(str(cell.get("install_line") or ""), cell),
                       harness_run=run_lines, moved=moved, bisection=bisection, marker=marker, verdict_line=verdict_line)
     if not appendix:
         return body

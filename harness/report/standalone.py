@@ -8,6 +8,12 @@ presence the API's recorded range (matrices/apis/) gives for the cell's versions
 it guards is folded away. `pytest.skip` becomes an exit with 125 (git bisect's "cannot test"),
 `observe` a small checker that asserts the same closeness. The script raises (exit 1, with the
 message, the numbers or the IR fact) while the bug is there and exits 0 when it is fixed.
+
+Only what the case reaches goes in (short enough to paste into an upstream issue): `require()` of a
+package the cell installs becomes an import, an `api_absent` guard of an API the cell has folds
+away, helpers left only returning a module become that name, records nobody reads go, and the
+script's own Observe/skip/to_numpy come only as far as they are used. A package from a local
+source is shown as a placeholder (`<jax source>`), never as a machine path.
 """
 
 from __future__ import annotations
@@ -17,16 +23,19 @@ import builtins
 import copy
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from harness.judge.apis import ApiRange, default_api_ranges
 from harness.paths import REPO, SUITES_DIR
+from harness.report.examples import failing_example
+from harness.redact import redact
 
 # Harness modules a core may use; their source is inlined (resolved), never imported.
 _INLINED = {
@@ -42,13 +51,11 @@ from harness.incell.numerics import to_numpy
 
 
 def skip(reason):
-    """This case cannot run here (not a verdict on the bug): git bisect's 125."""
     print(f"SKIP: {reason}")
     raise SystemExit(125)
 
 
 class Observe(dict):
-    """What the suite records beside the outcome; here it only checks, as the suite does."""
 
     def record(self, **facts):
         self.update(facts)
@@ -166,11 +173,14 @@ class _Resolve(ast.NodeTransformer):
     """Specialise one definition for the cell: shim attributes to names, probes to constants."""
 
     def __init__(self, mod: _Module, presence: Mapping[str, bool], consts: Mapping[str, Any] | None = None,
-                 drop_records: bool = False):
+                 drop_records: bool = False, installed: frozenset[str] = frozenset(), no_torch: bool = False):
         self.mod, self.presence = mod, presence
         self.consts = dict(consts or {})  # the case's parameters, for folding its branches
         self.drop_records = drop_records  # observe.record(...) only records: nothing to check
+        self.installed = installed  # top-level import names the cell installs: require() cannot skip
         self.shim: dict[str, str] = {}  # name a shim attribute became -> the module defining it
+        self.hoisted: set[str] = set()  # `import M` for each require("M") turned into a plain import
+        self.no_torch = no_torch  # a cell without torch has no torch tensors: to_numpy's torch branch goes
 
     def _const(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -199,7 +209,37 @@ class _Resolve(ast.NodeTransformer):
             if isinstance(api, str) and api in self.presence:
                 return ast.copy_location(ast.Constant(self.presence[api]), node)
             return node.args[1]  # no range to resolve by: the probe's own test, evaluated at run time
+        if (self.no_torch and isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2
+                and self._const(node.args[1]) == "detach"):
+            return ast.copy_location(ast.Constant(False), node)
+        if isinstance(node.func, ast.Name) and node.func.id == "require" and len(node.args) == 1 and not node.keywords:
+            module = self._const(node.args[0])
+            if isinstance(module, str) and re.fullmatch(r"\w+(\.\w+)*", module) and module.split(".")[0] in self.installed:
+                self.hoisted.add(f"import {module}")  # installed in the cell: require() is a plain import
+                return ast.copy_location(ast.parse(module, mode="eval").body, node)
         return node
+
+    def _guards_present_api(self, body: list[ast.stmt]) -> bool:
+        """True if body is only `api_absent(API, ...)` for an API the cell's versions have (dead)."""
+        if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+            return False
+        call = body[0].value
+        return (isinstance(call.func, ast.Name) and call.func.id == "api_absent" and bool(call.args)
+                and self.presence.get(self._const(call.args[0])) is True)
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        self.generic_visit(node)
+        for handler in node.handlers:  # `except ImportError: api_absent(API)` for a present API
+            if self._guards_present_api(handler.body):
+                handler.body = [ast.Raise()]
+        if node.handlers and all(len(h.body) == 1 and isinstance(h.body[0], ast.Raise) and h.body[0].exc is None
+                                 for h in node.handlers) and not node.finalbody and not node.orelse:
+            return node.body  # every handler only re-raises: the try says nothing
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        self.generic_visit(node)
+        return None if _self_assign(node) else node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if isinstance(node.ctx, ast.Load) and node.id in self.consts:
@@ -271,6 +311,8 @@ class _Resolve(ast.NodeTransformer):
     def visit_If(self, node: ast.If) -> Any:
         self.generic_visit(node)
         value = self._fold(node.test)
+        if value is None and not node.orelse and self._guards_present_api(node.body):
+            return None  # skips as api absent, but the API's range says this cell has it
         if value is None:
             return node
         return (node.body if value else node.orelse) or None
@@ -303,12 +345,20 @@ class _Resolve(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.value, ast.Constant) and not isinstance(node.value.value, str):
             return None  # what a resolved probe left as a statement
+        if isinstance(node.value, (ast.Name, ast.Attribute)) and f"import {ast.unparse(node.value)}" in self.hoisted:
+            return None  # `require("flatbuffers")` for its import only: the hoisted import does it
         call = node.value
         if (self.drop_records and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and call.func.attr == "record" and isinstance(call.func.value, ast.Name)
                 and call.func.value.id == "observe"):
             return None
         return node
+
+
+def _self_assign(node: ast.stmt) -> bool:
+    """`torch = torch`: what `torch = require("torch")` becomes once the import is hoisted."""
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Name) and node.value.id == node.targets[0].id)
 
 
 def _is_module(module: str, attr: str | None) -> bool:
@@ -327,6 +377,10 @@ class _Tidy(ast.NodeTransformer):
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         super().generic_visit(node)
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.FunctionDef) and len(body) >= 2 and _assign_then_return(body[-2], body[-1])
+                and sum(isinstance(n, ast.Name) and n.id == body[-1].value.id for n in ast.walk(node)) == 2):
+            body[-2:] = [ast.copy_location(ast.Return(body[-2].value), body[-1])]  # `x = E; return x`: return E
         for name in ("body", "orelse", "finalbody"):
             block = getattr(node, name, None)
             if not isinstance(block, list):
@@ -339,16 +393,32 @@ class _Tidy(ast.NodeTransformer):
         return node
 
 
+def _assign_then_return(assign: ast.stmt, ret: ast.stmt) -> bool:
+    return (isinstance(assign, ast.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name)
+            and isinstance(ret, ast.Return) and isinstance(ret.value, ast.Name) and ret.value.id == assign.targets[0].id)
+
+
 def _fix_empty_bodies(tree: ast.AST) -> None:
     _Tidy().visit(tree)
+
+
+@dataclass
+class _Def:
+    """One top-level definition of the script, resolved, with the imports it stands on."""
+
+    module: str
+    name: str
+    node: ast.stmt
+    hoisted: set[str] = field(default_factory=set)  # `import M` statements its require() calls became
 
 
 class _Collector:
     """Every definition a core needs, in dependency order, resolved for one cell."""
 
-    def __init__(self, presence: Mapping[str, bool], core: str, args: Mapping[str, Any]):
-        self.presence, self.core, self.args = presence, core, args
-        self.out: list[tuple[str, str, ast.stmt]] = []
+    def __init__(self, presence: Mapping[str, bool], core: str, args: Mapping[str, Any],
+                 installed: frozenset[str] = frozenset()):
+        self.presence, self.core, self.args, self.installed = presence, core, args, installed
+        self.out: list[_Def] = []
         self.done: set[tuple[str, str]] = set()
         self.imports: dict[str, str] = {}  # local name -> import statement
 
@@ -360,9 +430,11 @@ class _Collector:
         if name in mod.defs:
             node = copy.deepcopy(mod.defs[name])
             if mod.name.endswith(".cores") and name == self.core:
-                resolve = _Resolve(mod, self.presence, _foldable(node, self.args), drop_records=not _reads_observe(node))
+                resolve = _Resolve(mod, self.presence, _foldable(node, self.args), drop_records=not _reads_observe(node),
+                                   installed=self.installed)
             else:
-                resolve = _Resolve(mod, self.presence)
+                resolve = _Resolve(mod, self.presence, installed=self.installed,
+                                   no_torch=mod.name == "harness.incell.numerics" and "torch" not in self.installed)
             node = resolve.visit(node)
             ast.fix_missing_locations(node)
             _fix_empty_bodies(node)
@@ -377,8 +449,8 @@ class _Collector:
                     self.need(shim, ref)
                 else:
                     self.need(mod, ref)
-            if not any(n == name for _m, n, _d in self.out):
-                self.out.append((mod.name, name, node))
+            if not any(d.name == name for d in self.out):
+                self.out.append(_Def(mod.name, name, node, resolve.hoisted))
             return
         if name in mod.imports:
             module, attr = mod.imports[name]
@@ -447,8 +519,66 @@ def redact_url(url: str) -> str:
     return url
 
 
+def source_placeholder(package: str) -> str:
+    """What a paste-ready text shows for a source on this machine (never its path): `<jax source>`."""
+    return f"<{package} source>"
+
+
+def shown_requirement(package: str, src: Mapping[str, Any]) -> str:
+    """A source's PEP 508 requirement as a paste shows it: a URL as it is (credentials redacted), a
+    local repository, tree or wheel as its placeholder (source_notes says what it stands for)."""
+    from harness.cells.cell import is_url
+
+    loc = str(src.get("location") or "")
+    where = redact(loc) if is_url(loc) else source_placeholder(package)
+    if src.get("kind") == "git":
+        sub = f"#subdirectory={src['subdir']}" if src.get("subdir") else ""
+        return f"{package} @ git+{where}@{src.get('sha') or src.get('ref') or 'HEAD'}{sub}"
+    if src.get("kind") == "wheel" and not is_url(loc):
+        return f"{package} @ {where}/{Path(loc).name}"  # the wheel's file name says what it is
+    return f"{package} @ {where}"
+
+
+def source_notes(cell: Mapping[str, Any]) -> list[str]:
+    """One line per local source placeholder: what it stands for (kind, commit, content hash)."""
+    from harness.cells.cell import is_url
+
+    out = []
+    for pkg, src in (cell.get("sources") or {}).items():
+        if not isinstance(src, Mapping) or is_url(str(src.get("location") or "")):
+            continue
+        kind = src.get("kind")
+        what = {"git": "a local git repository", "path": "a local source tree",
+                "wheel": "a local wheel"}.get(str(kind), "a local source")
+        facts = []
+        if src.get("sha"):
+            facts.append(f"commit {src['sha']}" + (" with uncommitted edits" if src.get("dirty") else ""))
+        if src.get("content_hash") and (kind != "git"):
+            facts.append(f"content sha256 {str(src['content_hash'])[:16]}")
+        if src.get("subdir"):
+            facts.append(f"package in {src['subdir']}/")
+        if src.get("version"):
+            facts.append(f"version {src['version']}")
+        out.append(f"{source_placeholder(str(pkg))}: {what} this cell took {pkg} from ({', '.join(facts) or 'unresolved'}); "
+                   "its path is not shown: use your copy of it")
+    return out
+
+
+def show_sources(words: list[str], cell: Mapping[str, Any]) -> list[str]:
+    """Install-line words with each source requirement (`jax @ git+file:///src/jax@SHA`) shown as
+    shown_requirement() gives it: no machine path in a paste-ready text."""
+    sources = {canonicalize_name(k): v for k, v in (cell.get("sources") or {}).items() if isinstance(v, Mapping)}
+    out = []
+    for w in words:
+        name = w.split(" @ ", 1)[0].split("[", 1)[0] if " @ " in w else ""
+        src = sources.get(canonicalize_name(name)) if name else None
+        out.append(shown_requirement(canonicalize_name(name), src) if src is not None else w)
+    return out
+
+
 def standalone_install_line(cell: Mapping[str, Any]) -> str:
-    """The cell's pip line (pins and extras, index URLs redacted), plus the numpy the scripts use."""
+    """The cell's pip line (pins and extras, index URLs redacted, sources as placeholders), plus the
+    numpy the scripts use."""
     try:
         words = shlex.split(str(cell.get("install_line") or ""))
     except ValueError:
@@ -456,7 +586,7 @@ def standalone_install_line(cell: Mapping[str, Any]) -> str:
     if words[:2] != ["pip", "install"]:
         words = ["pip", "install"] + [f"{k}=={v}" for k, v in (cell.get("pins") or {}).items()]
     out, url_next = [], False
-    for w in words:
+    for w in show_sources(words, cell):
         out.append(redact_url(w) if url_next or "://" in w else w)
         url_next = w in ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
     if not any(re.match(r"numpy\b", w) for w in out):
@@ -471,52 +601,229 @@ def run_env(cell: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))}
 
 
+def _installed(cell: Mapping[str, Any]) -> frozenset[str]:
+    """Top-level import names of the packages the cell installs (pins, extras, sources, versions)."""
+    from harness.cells.cell import IMPORT_NAMES
+
+    dists = [*(cell.get("pins") or {}), *(cell.get("sources") or {}),
+             *(k for k, v in (cell.get("versions") or {}).items() if v)]
+    for extra in cell.get("extras") or ():
+        try:
+            dists.append(Requirement(str(extra)).name)
+        except InvalidRequirement:
+            continue
+    return frozenset(IMPORT_NAMES.get(canonicalize_name(d), canonicalize_name(d).replace("-", "_")) for d in dists)
+
+
+class _Replace(ast.NodeTransformer):
+    """Calls `f()` of the trivial helpers become the name they return; `x = x` left behind goes."""
+
+    def __init__(self, names: Mapping[str, str]):
+        self.names = names
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in self.names and not node.args and not node.keywords:
+            return ast.copy_location(ast.Name(self.names[node.func.id], ast.Load()), node)
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        self.generic_visit(node)
+        return None if _self_assign(node) else node
+
+
+class _DropRecords(ast.NodeTransformer):
+    """`observe.record(...)` only records facts for the report: nothing to check standalone."""
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        call = node.value
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "record"
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "observe"):
+            return None
+        return node
+
+
+def _bound_by_imports(stmts: list[ast.stmt]) -> dict[str, str]:
+    """name -> the import statement binding it."""
+    out = {}
+    for st in stmts:
+        for a in st.names:  # type: ignore[attr-defined]
+            name = a.asname or (a.name.split(".")[0] if isinstance(st, ast.Import) else a.name)
+            out[name] = ast.unparse(st)
+    return out
+
+
+def _rebinds(fn: ast.AST, name: str, helper: str) -> bool:
+    """True if fn binds `name` other than by `name = helper()` (then helper() cannot become `name`)."""
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+            v = n.value
+            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == helper and len(n.targets) == 1):
+                return True
+        elif isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            continue  # the assignment itself, judged above
+        elif isinstance(n, ast.arg) and n.arg == name:
+            return True
+        elif isinstance(n, (ast.Import, ast.ImportFrom)) and name in _bound_by_imports([n]):
+            return True
+        elif isinstance(n, (ast.For, ast.With, ast.comprehension, ast.NamedExpr, ast.AugAssign)):
+            if any(isinstance(t, ast.Name) and t.id == name and not isinstance(t.ctx, ast.Load) for t in ast.walk(n)):
+                return True
+    return False
+
+
+def _inline_trivial(defs: list[_Def], imports: dict[str, str]) -> None:
+    """A helper that only imports and returns a module (`xla()` -> `torch_xla`, `compute_on()` -> `co`)
+    becomes that name, its imports hoisted to the top of the script."""
+    for d in list(defs):
+        fn = d.node
+        if (not isinstance(fn, ast.FunctionDef) or fn.decorator_list or fn.args.args or fn.args.kwonlyargs
+                or fn.args.vararg or fn.args.kwarg or fn.args.posonlyargs):
+            continue
+        *pre, last = fn.body
+        if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
+                and all(isinstance(st, (ast.Import, ast.ImportFrom)) for st in pre)):
+            continue
+        value, bound = last.value.id, _bound_by_imports(pre)
+        hoisted = {**_bound_by_imports([ast.parse(h).body[0] for h in d.hoisted]), **bound}
+        if value not in hoisted and value not in imports:
+            continue  # it returns something it computes: not a plain import
+        if any(n in {x.name for x in defs} or imports.get(n, stmt) != stmt for n, stmt in bound.items()):
+            continue  # hoisting would collide with another top-level name
+        users = [u for u in defs if u is not d and d.name in _free_names(u.node)]
+        if any(_rebinds(u.node, value, d.name) for u in users):
+            continue
+        for u in users:
+            _Replace({d.name: value}).visit(u.node)
+            _fix_empty_bodies(u.node)
+            u.hoisted |= d.hoisted | set(bound.values())
+        defs.remove(d)
+
+
+def _shake(defs: list[_Def], roots: set[str]) -> list[_Def]:
+    """Only the definitions reached from roots (transitively), in their order."""
+    by_name = {d.name: d for d in defs}
+    keep: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in keep or name not in by_name:
+            continue
+        keep.add(name)
+        todo += _free_names(by_name[name].node)
+    return [d for d in defs if d.name in keep]
+
+
+def _observe_methods(defs: list[_Def]) -> set[str] | None:
+    """The Observe methods the script calls (None: nothing reads `observe`, pass None)."""
+    loads = [n for d in defs for n in ast.walk(d.node) if isinstance(n, ast.Name) and n.id == "observe"
+             and isinstance(n.ctx, ast.Load)]
+    if not loads:
+        return None
+    return {n.attr for d in defs for n in ast.walk(d.node) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == "observe"}
+
+
+def _prelude(methods: set[str]) -> _Module:
+    """The script's own helpers (skip, Observe), Observe with only the methods used."""
+    mod = _Module("standalone", Path("<prelude>"), ast.parse(_PRELUDE))
+    for node in mod.tree.body:
+        if isinstance(node, ast.ClassDef):
+            node.body = [b for b in node.body if not isinstance(b, ast.FunctionDef) or b.name in methods] or [ast.Pass()]
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            mod.defs[node.name] = node
+        elif isinstance(node, ast.ImportFrom):
+            mod.imports[node.names[0].name] = (node.module or "", node.names[0].name)
+    return mod
+
+
+def _source(node: ast.stmt) -> str:
+    """A definition's source, without the blank line unparse puts after a block's opening line."""
+    out: list[str] = []
+    for line in ast.unparse(node).splitlines():
+        if line.strip() or not (out and out[-1].rstrip().endswith(":")):
+            out.append(line)
+    return "\n".join(out)
+
+
+def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None, env: Mapping[str, str]) -> list[str]:
+    """What a maintainer needs: what is checked and where, the known issue, install, env, outcome."""
+    lines = [f"# {_comment(case_id)}: standalone reproducer (xla-seams), cell "
+             f"{_comment(str(cell.get('cell', '?')))} ({_comment(str(cell.get('device', 'cpu')))})"]
+    if expectation:
+        lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
+    lines.append(f"# install: {_comment(standalone_install_line(cell))}")
+    lines += [f"# {_comment(note)}" for note in source_notes(cell)]
+    sets = f" (sets {', '.join(_comment(k) for k in env)} itself)" if env else ""
+    lines.append(f"# python3 repro.py{sets}: exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here")
+    return lines
+
+
 def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None = None,
-                  ranges: Mapping[str, ApiRange] | None = None) -> str:
-    """The standalone reproducer of one case on one cell (raises NoStandalone without a core)."""
+                  ranges: Mapping[str, ApiRange] | None = None, example: str | None = None) -> str:
+    """The standalone reproducer of one case on one cell (raises NoStandalone without a core).
+
+    `example`: the failing run's hypothesis note (observations["falsifying_example"]); a property's
+    script then runs that input instead of the example pinned in CORES, where it can be read."""
     target = find_core(case_id)
+    example_note = ""
+    if target.kwargs and example:
+        got, why = failing_example(example, [k for k, _v in target.kwargs])
+        if got is not None:
+            target = replace(target, kwargs=tuple(got.items()))
+            example_note = "# example: the failing run's own (as hypothesis reported it)"
+        else:
+            example_note = f"# example: the one pinned in the suite ({_comment(why)})"
     versions = {**{k: str(v) for k, v in (cell.get("pins") or {}).items()},
                 **{k: str(v) for k, v in (cell.get("versions") or {}).items() if v}}
     presence = _api_presence(default_api_ranges() if ranges is None else ranges, versions)
     fn = _module_for(target.module).defs[target.function]  # type: ignore[union-attr]
     params = [a.arg for a in fn.args.args if a.arg != "observe"]  # type: ignore[union-attr]
-    col = _Collector(presence, target.function, {**dict(zip(params, target.args)), **dict(target.kwargs)})
-    prelude = _Module("standalone", Path("<prelude>"), ast.parse(_PRELUDE))
-    for node in prelude.tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            prelude.defs[node.name] = node
-        elif isinstance(node, ast.ImportFrom):
-            prelude.imports[node.names[0].name] = (node.module or "", node.names[0].name)
+    col = _Collector(presence, target.function, {**dict(zip(params, target.args)), **dict(target.kwargs)},
+                     _installed(cell))
     cores = _module_for(target.module)
     assert cores is not None
     col.need(cores, target.function)
-    for name in ("Observe", "skip"):
-        col.need(prelude, name)
-    col.imports.setdefault("np", "import numpy as np")
-    names = [n for _m, n, _d in col.out]
+    defs = col.out
+    if not any(_reads_observe(d.node) for d in defs):
+        for d in defs:
+            _DropRecords().visit(d.node)
+            _fix_empty_bodies(d.node)
+    _inline_trivial(defs, col.imports)
+    defs = _shake(defs, {target.function})
+    methods = _observe_methods(defs)
+    prelude = _prelude(methods or set())
+    col.out = defs
+    used = set().union(*(_free_names(d.node) for d in defs), *({h.split()[1].split(".")[0] for h in d.hoisted} for d in defs))
+    if not used & {"torch", "torch_xla", "torchax"}:  # no torch tensor can reach to_numpy
+        col.installed = col.installed - {"torch"}
+    if methods is not None:
+        col.need(prelude, "Observe")
+    if any("skip" in _free_names(d.node) for d in col.out):
+        col.need(prelude, "skip")
+    defs = col.out
+    names = [d.name for d in defs]
     if len(names) != len(set(names)):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise NoStandalone(f"{case_id}: inlined names collide: {dupes}")
+    used = set().union(*(_free_names(d.node) for d in defs))
+    imports = {stmt for name, stmt in col.imports.items() if name in used}
+    imports |= set().union(*(d.hoisted for d in defs))
+    if methods is not None and "close" in methods or "np" in used:
+        imports.add("import numpy as np")
 
     env = run_env(cell)
-    args = [repr(a) for a in target.args] + [f"{k}={v!r}" for k, v in target.kwargs]
-    lines = [f"# Standalone reproducer for {_comment(case_id)}",
-             f"# cell {_comment(str(cell.get('cell', '?')))} ({_comment(str(cell.get('device', 'cpu')))}), exported by xla-seams `harness report`",
-             f"# install: {_comment(standalone_install_line(cell))}",
-             f"# run:     {_comment(shlex.join(['env', *[f'{k}={v}' for k, v in env.items()], 'python3', 'repro.py']) if env else 'python3 repro.py')}"]
-    if expectation:
-        lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
-    lines.append("# Exit 1 with the error while the bug is there, 0 once it is fixed, 125 if it cannot run here.")
+    lines = _header(case_id, cell, expectation, env) + ([example_note] if example_note else [])
     if env:
-        lines += ["import os", ""]
-        lines += [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
-    lines += sorted(set(col.imports.values()), key=lambda s: (s.startswith("from"), s)) + [""]
-    for _m, _n, node in col.out:
-        is_def = isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
+    lines += sorted(imports, key=lambda s: (s.startswith("from"), s)) + [""]
+    for d in defs:
+        is_def = isinstance(d.node, (ast.FunctionDef, ast.ClassDef))
         if is_def and lines[-1] != "":
             lines.append("")
-        lines += [ast.unparse(node)] + ([""] if is_def else [])
-    call = f"{target.function}({', '.join(args + ['observe=Observe()'])})"
+        lines += [_source(d.node)] + ([""] if is_def else [])
+    args = [repr(a) for a in target.args] + [f"{k}={v!r}" for k, v in target.kwargs]
+    call = f"{target.function}({', '.join(args + ['observe=' + ('None' if methods is None else 'Observe()')])})"
     lines += ['if __name__ == "__main__":', f"    {call}",
               f"    print({'no failure: ' + case_id.rsplit('::', 1)[-1] + ' behaves as the suite expects'!r})", ""]
     return "\n".join(lines)

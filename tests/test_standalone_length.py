@@ -1,0 +1,64 @@
+"""How long the standalone reproducers are: every case with a core, on every default-matrix cell
+its family runs in (issue 19: short enough to paste into an upstream issue, aim under 60 lines).
+
+The scripts are exported for each cell's pins (what `harness report` does, without the installed
+versions a run adds), so the figure is the whole class, not one example. Cores are the scenarios'
+own code, kept word for word: the bound below is what the exporter reaches, and README
+("Standalone reproducers") gives the distribution.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from harness.cells.matrix import load_matrix
+from harness.judge.apis import default_api_ranges
+from harness.paths import MATRICES_DIR
+from harness.report.standalone import NoStandalone, export_script, find_core
+from tests.test_standalone import _all_case_ids
+
+AIM = 60
+# The longest script may have (lines). Exporting drops everything a case does not reach; what is
+# left over AIM is the scenarios' own code: the linearize_transpose core alone is 40 lines, the
+# call_jax ones carry the HLO-parameter helpers and torch_xla's device/sync shims, and its property
+# cases (cored since) also the input-spec helpers and the probe they compare against (up to 226).
+BOUND = 230
+# What each family needs in a cell to run at all (the others skip as "not in cell").
+FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "shard_map": "jax", "compute_on": "jax"}
+
+
+def _lengths() -> list[tuple[int, str, str]]:
+    """(lines, case, cell) for every exportable case on every default cell of its family."""
+    cells = [c.describe() for c in load_matrix(MATRICES_DIR / "default.yaml").cells]
+    ranges = default_api_ranges()
+    out = []
+    for case_id in _all_case_ids():
+        family = case_id.split("/")[1]
+        for cell in cells:
+            if FAMILY_NEEDS.get(family, "jax") not in cell["pins"]:
+                continue
+            try:
+                script = export_script(case_id, cell, {"id": "known-issue", "link": "https://example.org/1"}, ranges)
+            except NoStandalone:
+                break  # no core: the same on every cell
+            out.append((len(script.splitlines()), case_id, cell["cell"]))
+    return sorted(out)
+
+
+def test_every_exported_script_is_within_the_bound():
+    lengths = _lengths()
+    cored = set()
+    for case_id in _all_case_ids():
+        try:
+            find_core(case_id)
+            cored.add(case_id)
+        except NoStandalone:
+            pass
+    assert len(cored) > 80 and {case for _n, case, _c in lengths} == cored  # every case with a core
+    counts = [n for n, _case, _cell in lengths]
+    over = [f"{n} {case} ({cell})" for n, case, cell in lengths if n > BOUND]
+    summary = (f"{len(counts)} scripts: min {counts[0]}, median {statistics.median(counts)}, max {counts[-1]}, "
+               f"{sum(n <= AIM for n in counts)} within {AIM} lines")
+    print("\n" + summary)
+    longest = "\n".join(f"{n} {case} ({cell})" for n, case, cell in lengths[-10:])
+    assert not over, f"{summary}; over {BOUND}:\n" + "\n".join(over) + f"\nlongest:\n{longest}"

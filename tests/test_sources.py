@@ -256,16 +256,58 @@ def test_a_resolved_cell_travels_to_a_j_worker_whole(toy):
 
 
 def test_the_report_names_a_cells_sources(tmp_path):
-    """CellStart's sources reach report.json and report.md; a tampered record is ignored, never a crash."""
+    """CellStart's sources reach report.json as records (kind, location, commit); a tampered record
+    keeps only what fits, never a crash; pages label them without the machine's paths."""
     from harness.judge.results import _sources
+    from harness.report.standalone import shown_sources
 
     rec = {"jax": {"kind": "git", "location": "/src/jax", "sha": "75e4279e32b045e6448f6fc752085f2b8618f7b3",
                    "dirty": False},
            "seamtoy": {"kind": "path", "location": "/w", "sha": "a" * 40, "dirty": True, "content_hash": "b" * 64},
-           "flax": {"kind": "wheel", "location": "/d/flax.whl", "content_hash": "c" * 64}, "bad": "not a dict"}
-    assert _sources(rec) == {"jax": "/src/jax@75e4279e32b0", "seamtoy": "/w@aaaaaaaaaaaa (dirty)",
-                             "flax": "/d/flax.whl sha256:cccccccccccc"}
+           "flax": {"kind": "wheel", "location": "/d/flax.whl", "content_hash": "c" * 64, "sha": 7, "evil": "x"},
+           "optax": {"kind": "git", "location": "https://u:tok@example.org/optax.git", "sha": "d" * 40},
+           "bad": "not a dict"}
+    got = _sources(rec)
+    assert set(got) == {"jax", "seamtoy", "flax", "optax"} and "sha" not in got["flax"] and "evil" not in got["flax"]
+    assert shown_sources({"sources": got}) == {
+        "jax": "<jax source>@75e4279e32b0", "seamtoy": "<seamtoy source>@aaaaaaaaaaaa (dirty)",
+        "flax": "<flax source> sha256:cccccccccccc", "optax": "https://***@example.org/optax.git@dddddddddddd"}
     assert _sources(["x"]) == {} and _sources(None) == {}
+
+
+@pytest.mark.parametrize("kind, requirement", [
+    ("git", "jax @ git+file:///home/alice/src/jax@" + "a" * 40),
+    ("path", "jax @ file:///home/alice/src/jax"),
+    ("wheel", "jax @ file:///home/alice/dist/jax-0.6.1.dev0-py3-none-any.whl"),
+])
+def test_no_local_path_reaches_a_shared_output(tmp_path, kind, requirement):
+    """Every kind of local source, through the real report: report.md, report.html, junit.xml and
+    each repro (CASE.md, CASE.py) show a placeholder; only report.json, the run's record, keeps it."""
+    import json
+
+    from harness.report.command import report_command
+    from tests.results_fixtures import case, cell_file, known_issues
+
+    path = cell_file(tmp_path, "mine-cpu", "0.6.1",
+                     [case("suites/shard_map/test_linearize_transpose.py::test_linearize_transpose[base]", "fail", "boom")])
+    lines = path.read_text().splitlines()
+    start = json.loads(lines[0])
+    loc = requirement.split("file://", 1)[1].split("@")[0]
+    start["sources"] = {"jax": {"kind": kind, "location": loc, "version": "0.6.1.dev0",
+                                **({"sha": "a" * 40, "ref": "main"} if kind == "git" else {"content_hash": "b" * 64})}}
+    start["install_line"] = f"pip install {__import__('shlex').quote(requirement)} jaxlib==0.6.0"
+    start["pins"] = {"jax": "0.6.1.dev0", "jaxlib": "0.6.0"}
+    path.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    out = tmp_path / "out"
+    report_command([path], out, known_issues(tmp_path, ""))
+    shared = [p for p in out.rglob("*") if p.is_file() and p.name != "report.json"]
+    assert len([p for p in shared if p.parent.name == "repro"]) == 2  # CASE.md and CASE.py
+    for p in shared:
+        text = p.read_text()
+        assert "alice" not in text, f"{p.name} shows the local path"
+    assert "&lt;jax source&gt;" in (out / "report.md").read_text()  # HTML-escaped in a Markdown table
+    repro = next((out / "repro").glob("*.md")).read_text()
+    assert "--with" in repro and "<jax source>" in repro
 
 
 def test_seams_with_is_read_like_the_command_line(toy, tmp_path):

@@ -77,7 +77,10 @@ class CellResults:
     expectation: dict[str, Any] | None = None
     source: str = ""  # the matrix file:line or `--sweep SPEC` that made the cell (for repro commands)
     floating: dict[str, str] = field(default_factory=dict)  # pins that were `latest`/`nightly` (harness.cells.floating)
-    sources: dict[str, str] = field(default_factory=dict)  # package -> where it was built from (harness.cells.sources)
+    # package -> the source it was built from, as CellStart recorded it (harness.cells.sources):
+    # kind, location, sha/ref/subdir or content hash; report.json carries these so a repro can
+    # name the commit and show a local path as a placeholder
+    sources: dict[str, dict] = field(default_factory=dict)
     collected_ids: list[str] | None = None  # what the first pytest of the cell collected
     selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
     env_verified: dict[str, str] = field(default_factory=dict)  # --build-only: what the env check found installed
@@ -350,16 +353,30 @@ def read_many(paths: Iterable[Path]) -> tuple[list[CellResults], list[str]]:
     return cells, errors
 
 
-def _sources(raw: Any) -> dict[str, str]:
-    """CellStart's resolved sources as one line each: 'REPO@SHA12', '+ dirty', or a content hash."""
+_SOURCE_KEYS = {"kind": str, "location": str, "sha": str, "ref": str, "subdir": str, "content_hash": str,
+                "version": str, "dirty": bool}
+
+
+def _sources(raw: Any) -> dict[str, dict]:
+    """CellStart's resolved sources, each kept to its known fields of the right type (a tampered
+    record loses what does not fit, never crashes the report)."""
     if not isinstance(raw, dict):
         return {}
     out = {}
     for pkg, src in raw.items():
         if not isinstance(src, dict):
             continue
-        where = str(src.get("location", "?")) + (f"/{src['subdir']}" if src.get("subdir") else "")
-        sha, digest = str(src.get("sha") or ""), str(src.get("content_hash") or "")
-        label = f"{where}@{sha[:12]}" if sha else f"{where} sha256:{digest[:12]}"
-        out[str(pkg)] = label + (" (dirty)" if src.get("dirty") is True else "")
+        out[str(pkg)] = {k: v for k, v in src.items() if k in _SOURCE_KEYS and type(v) is _SOURCE_KEYS[k]}
     return out
+
+
+def source_label(package: str, src: dict, where: str | None = None) -> str:
+    """One line for a source: 'WHERE@SHA12', a content hash, '(dirty)'; `where` replaces its location
+    (a page shows a local path as a placeholder)."""
+    loc = where if where is not None else str(src.get("location", "?"))
+    loc += f"/{src['subdir']}" if src.get("subdir") else ""
+    sha, digest = str(src.get("sha") or ""), str(src.get("content_hash") or "")
+    label = f"{loc}@{sha[:12]}" if sha else f"{loc} sha256:{digest[:12]}"
+    return label + (" (dirty)" if src.get("dirty") is True else "")
+
+

@@ -20,7 +20,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import VERDICTS
 from harness.report.model import cell_versions, differing_versions
-from harness.report.repro import cell_selection, harness_install_line, repro_files
+from harness.report.repro import cell_selection, harness_install_line, repro_files, shown_install_line
+from harness.report.standalone import shown_sources
 from harness.judge.results import WHOLE_CELL
 from harness.safeio import dumps_strict
 
@@ -87,12 +88,14 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "generated_at": report["generated_at"], "counts": report["counts"], "errors": report["errors"],
         "verdicts": list(VERDICTS), "raws": list(RAWS),
-        "cells": [{k: c[k] for k in ("cell", "device", "status", "reason", "verdict", "pins", "install_line",
+        "cells": [{k: c[k] for k in ("cell", "device", "status", "reason", "verdict", "pins",
                                      "versions", "devices", "python", "platform", "run_env", "counts",
                                      "stale_expectations", "expectation")}
-                  | {"floating": c.get("floating") or {}, "sources": c.get("sources") or {}, "head": heads[c["cell"]],
+                  | {"floating": c.get("floating") or {}, "sources": shown_sources(c), "head": heads[c["cell"]],
                      # the repro's pip line and `harness run` selection, the same as repro/CASE.md's
-                     "repro_install": harness_install_line(str(c.get("install_line") or "")),
+                     # a local source is its placeholder here too: the page is shared as an artifact
+                     "install_line": shown_install_line(str(c.get("install_line") or ""), c),
+                     "repro_install": harness_install_line(str(c.get("install_line") or ""), c),
                      "select": shlex.join(cell_selection(c))}
                   for c in cells],
         "cases": [[c["id"], c["family"]] for c in report["cases"]],

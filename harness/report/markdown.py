@@ -8,6 +8,7 @@ from typing import Any
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
 from harness.report.model import cell_rank, differing_versions, iter_results
+from harness.report.standalone import shown_sources
 
 _NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
 _TITLES = {"regression": "Regressions (unexpected failures)", "fixed": "Fixed upstream? (unexpected passes: update matrices/known_issues)",
@@ -98,7 +99,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for c in report["cells"]:
         versions = c["versions"] or c["pins"]
         floating = c.get("floating") or {}  # resolved from latest / nightly: say so beside the version
-        built = c.get("sources") or {}  # built from a wheel, tree or commit: name it beside the version
+        built = shown_sources(c)  # built from a wheel, tree or commit: name it beside the version
         versions = {**versions, **{k: c["pins"].get(k, "?") for k in built if k not in versions}}
         shown = md_text(", ".join(f"{k} {v}" + (f" ({floating[k]})" if k in floating else "")
                                   + (f" (from {built[k]})" if k in built else "") for k, v in versions.items()

@@ -98,6 +98,15 @@ def harness_install_line(install_line: str, cell: dict[str, Any] | None = None) 
     return shlex.join([redact_url(w) if "://" in w else w for w in words] + list(RUNTIME_REQUIREMENTS))
 
 
+def shown_install_line(install_line: str, cell: dict[str, Any]) -> str:
+    """The cell's own pip line as a page shows it: URLs redacted, local sources as placeholders."""
+    try:
+        words = shlex.split(install_line)
+    except ValueError:
+        return install_line
+    return shlex.join([redact_url(w) if "://" in w else w for w in show_sources(words, cell)])
+
+
 def _sweep_spec(source: str) -> str | None:
     """The spec of a command-line sweep from a cell's source (`--sweep 'jax>=0.6,<0.7':0`)."""
     if not source.startswith("--sweep "):

@@ -539,6 +539,20 @@ def shown_requirement(package: str, src: Mapping[str, Any]) -> str:
     return f"{package} @ {where}"
 
 
+def shown_sources(cell: Mapping[str, Any]) -> dict[str, str]:
+    """package -> one line for each source of the cell as a page shows it ('<jax source>@75e4279e32b0',
+    a URL with credentials redacted): report.md, report.html."""
+    from harness.cells.cell import is_url
+    from harness.judge.results import source_label
+
+    out = {}
+    for pkg, src in (cell.get("sources") or {}).items():
+        if isinstance(src, Mapping):
+            loc = str(src.get("location") or "")
+            out[str(pkg)] = source_label(str(pkg), dict(src), redact(loc) if is_url(loc) else source_placeholder(str(pkg)))
+    return out
+
+
 def source_notes(cell: Mapping[str, Any]) -> list[str]:
     """One line per local source placeholder: what it stands for (kind, commit, content hash)."""
     from harness.cells.cell import is_url

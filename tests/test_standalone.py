@@ -80,6 +80,11 @@ def _assert_self_contained(case_id: str, script: str) -> None:
     assert ("observe=Observe()" in script) == ("class Observe(dict):" in script), case_id
     reads = any(isinstance(n, ast.Name) and n.id == "observe" and isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
     assert reads == ("observe=Observe()" in script), case_id  # observe=None only where nothing reads it
+    # nothing folding left idle: a bare comparison or name as a statement, a loop that only passes
+    idle = [ast.unparse(n)[:60] for n in ast.walk(tree)
+            if (isinstance(n, ast.For) and all(isinstance(b, ast.Pass) for b in n.body))
+            or (isinstance(n, ast.Expr) and isinstance(n.value, (ast.Compare, ast.Name, ast.BoolOp)))]
+    assert not idle, f"{case_id}: idle statements left by folding: {idle}"
     # an inlined helper named like a local of the code that uses it would be shadowed (UnboundLocalError)
     top = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
@@ -235,3 +240,17 @@ def test_only_what_the_case_uses_is_inlined():
     # Observe has only what the case calls; docstrings of inlined helpers go, the core's stays
     assert "def close(" in script and "def record(" not in script
     assert '"""jax#28260: linearize' in script and script.count('"""') == 2
+
+
+def test_a_presence_probe_leaves_no_idle_statement_or_loop():
+    """`found(API, test)` only records; where its range resolved it or not, a bare call goes, and the
+    loop that did nothing else goes with it, while a loop that still does something stays."""
+    case = "suites/call_jax/test_properties.py::test_generated_call_sequences_keep_cache_and_results_right"
+    script = export_script(case, _versions_for("suites/call_jax/"))
+    body = script[script.index("def cache_entries("):script.index("return None", script.index("def cache_entries("))]
+    assert "fn is not None\n    for" not in body and "found(" not in script
+    assert "for name, fn in counters.items()" not in body and "for fn in counters.values():" in body
+    tree = ast.parse(script)
+    idle = [n for n in ast.walk(tree) if isinstance(n, ast.For) and all(isinstance(b, ast.Pass) for b in n.body)]
+    bare = [n for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, (ast.Compare, ast.Name))]
+    assert not idle and not bare

@@ -342,6 +342,9 @@ class _Resolve(ast.NodeTransformer):
         return None if any(a.name == "pytest" for a in node.names) else node
 
     def visit_Expr(self, node: ast.Expr) -> Any:
+        call = node.value  # a bare `found(API, test)` only records a presence: nothing to run standalone
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "found":
+            return None
         self.generic_visit(node)
         if isinstance(node.value, ast.Constant) and not isinstance(node.value.value, str):
             return None  # what a resolved probe left as a statement
@@ -388,9 +391,24 @@ class _Tidy(ast.NodeTransformer):
             end = next((i for i, st in enumerate(block) if isinstance(st, (ast.Return, ast.Raise))), None)
             if end is not None:
                 del block[end + 1:]  # unreachable after a folded branch returned
+        for name in ("body", "orelse"):  # a loop over a plain name or its .items() left doing nothing
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                block[:] = [st for st in block if not _idle_loop(st)]
         if isinstance(getattr(node, "body", None), list) and not node.body:
             node.body.append(ast.Pass())
         return node
+
+
+def _idle_loop(st: ast.stmt) -> bool:
+    """`for ... in NAME / NAME.items() / .keys() / .values(): pass` (what folding left of a probe loop)."""
+    if not isinstance(st, ast.For) or st.orelse or not all(isinstance(b, ast.Pass) for b in st.body):
+        return False
+    it = st.iter
+    if isinstance(it, ast.Call) and not it.args and isinstance(it.func, ast.Attribute) \
+            and it.func.attr in ("items", "keys", "values"):
+        it = it.func.value
+    return isinstance(it, ast.Name)
 
 
 def _assign_then_return(assign: ast.stmt, ret: ast.stmt) -> bool:

@@ -101,6 +101,13 @@ def _run_ids(tmp_path, cell_name: str, seed: str | None, test_ids: list[str]):
     return res
 
 
+def _clean_then_seeded(tmp_path, cell_name: str, seed: str, test_ids: list[str]):
+    """Every case passes on the real packages, then the run with the seed: its CellResults."""
+    clean = _run_ids(tmp_path, cell_name, None, test_ids)
+    assert [clean.cases[i].raw for i in test_ids] == ["pass"] * len(test_ids), {i: clean.cases[i].raw for i in test_ids}
+    return _run_ids(tmp_path, cell_name, seed, test_ids)
+
+
 def _drift(res, test_id: str) -> list[str]:
     from harness.judge.apis import api_drift, default_api_ranges, observed_apis
 
@@ -140,9 +147,7 @@ OUTPUT_PYTREE = "suites/call_jax/test_upstream_parity.py::test_output_pytree_com
 
 def test_dropped_none_outputs_are_caught_by_the_structure_cases_only(tmp_path):
     ids = [STRUCTURE_PROPERTY, NONE_IN_DICT, OUTPUT_PYTREE]
-    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
-    seeded = _run_ids(tmp_path, "xla29-cpu", "call_jax_drops_none_outputs", ids)
+    seeded = _clean_then_seeded(tmp_path, "xla29-cpu", "call_jax_drops_none_outputs", ids)
     for i in (STRUCTURE_PROPERTY, NONE_IN_DICT):
         assert seeded.cases[i].raw == "fail" and "output structure" in (seeded.cases[i].message or ""), seeded.cases[i]
     assert "None" in seeded.cases[NONE_IN_DICT].message, "the message shows the None JAX returned"
@@ -156,9 +161,7 @@ LINEARIZE_PROPERTY = "suites/shard_map/test_properties.py::test_linearize_and_jv
 
 def test_a_primal_off_by_80_ulps_is_caught_by_the_ulp_bounds_not_by_rtol_2e_5(tmp_path):
     ids = [TIGHT_SIN, TIGHT_MUL, LINEARIZE_PROPERTY]
-    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
-    seeded = _run_ids(tmp_path, "jax0102-cpu", "shard_map_outputs_off_by_80_ulps", ids)
+    seeded = _clean_then_seeded(tmp_path, "jax0102-cpu", "shard_map_outputs_off_by_80_ulps", ids)
     for i in (TIGHT_SIN, TIGHT_MUL):
         assert seeded.cases[i].raw == "fail" and "ulps from the float64 reference" in (seeded.cases[i].message or ""), seeded.cases[i]
     assert seeded.cases[LINEARIZE_PROPERTY].raw == "pass", "its primal check at rtol 2e-5 is blind to 80 ulps"
@@ -169,9 +172,7 @@ COMPLEX_TRANSPOSE = "suites/shard_map/test_complex.py::test_transpose_of_a_compl
 
 def test_a_conjugating_transpose_is_caught_by_the_complex_case_only(tmp_path):
     ids = [COMPLEX_TRANSPOSE, TRANSPOSE_PROPERTY]
-    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
-    seeded = _run_ids(tmp_path, "jax0102-cpu", "complex_transpose_conjugates", ids)
+    seeded = _clean_then_seeded(tmp_path, "jax0102-cpu", "complex_transpose_conjugates", ids)
     assert seeded.cases[COMPLEX_TRANSPOSE].raw == "fail" and "its bound" in (seeded.cases[COMPLEX_TRANSPOSE].message or "")
     assert seeded.cases[TRANSPOSE_PROPERTY].raw == "pass", "real inputs cannot tell a transpose from its conjugate"
 
@@ -182,9 +183,7 @@ GENERATED_ROUND_TRIPS = "suites/torchax/test_properties.py::test_generated_round
 
 def test_a_dropped_storage_offset_is_caught_by_the_offset_views_only(tmp_path):
     ids = [OFFSET_VIEW, GENERATED_ROUND_TRIPS]
-    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
-    seeded = _run_ids(tmp_path, "xla29-cpu", "t2j_ignores_storage_offset", ids)
+    seeded = _clean_then_seeded(tmp_path, "xla29-cpu", "t2j_ignores_storage_offset", ids)
     assert seeded.cases[OFFSET_VIEW].raw == "fail" and "to JAX" in (seeded.cases[OFFSET_VIEW].message or "")
     assert seeded.cases[GENERATED_ROUND_TRIPS].raw == "pass", "its views all start at offset 0"
 
@@ -196,9 +195,7 @@ ROUND_TRIP_HOST = "suites/compute_on/test_upstream_parity.py::test_serialized_ho
 
 def test_a_lossy_deserialize_is_caught_by_the_op_by_op_round_trip(tmp_path):
     ids = [ROUND_TRIP_ATTRS, ROUND_TRIP_MEMORY, ROUND_TRIP_HOST]
-    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
-    seeded = _run_ids(tmp_path, "jax0102-cpu", "deserialize_drops_placements", ids)
+    seeded = _clean_then_seeded(tmp_path, "jax0102-cpu", "deserialize_drops_placements", ids)
     attrs, memory = seeded.cases[ROUND_TRIP_ATTRS], seeded.cases[ROUND_TRIP_MEMORY]
     assert attrs.raw == "fail" and "_xla_stream_annotation per op changed" in (attrs.message or ""), attrs
     assert memory.raw == "fail" and "output memory kinds changed" in (memory.message or ""), memory
@@ -213,9 +210,7 @@ HOST_GRAD = "suites/compute_on/test_upstream_parity.py::test_grad_through_a_host
 def test_a_host_placement_on_the_first_call_site_only_is_caught_per_call_site(tmp_path):
     """The per-op invariant: every host call site carries the compute type, not only some op."""
     ids = [HOST_GRAD, HOST]
-    clean = _run_ids(tmp_path, "jax0102-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 2
-    seeded = _run_ids(tmp_path, "jax0102-cpu", "host_placement_on_first_call_only", ids)
+    seeded = _clean_then_seeded(tmp_path, "jax0102-cpu", "host_placement_on_first_call_only", ids)
     grad = seeded.cases[HOST_GRAD]
     assert grad.raw == "fail" and "expected 2 host calls" in (grad.message or "") and "found 1" in grad.message, grad
     assert seeded.cases[HOST].raw == "pass", "one call site, attribute present: the older case is blind"
@@ -228,9 +223,7 @@ MODULE_GRAD_PROPERTY = "suites/torchax/test_properties.py::test_generated_module
 
 def test_a_wrong_gradient_from_jax_value_and_grad_is_caught_by_the_entry_point_case_only(tmp_path):
     ids = [VALUE_AND_GRAD, TORCH_MODULE_GRAD, MODULE_GRAD_PROPERTY]
-    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
-    seeded = _run_ids(tmp_path, "xla29-cpu", "value_and_grad_gradient_off", ids)
+    seeded = _clean_then_seeded(tmp_path, "xla29-cpu", "value_and_grad_gradient_off", ids)
     case = seeded.cases[VALUE_AND_GRAD]
     assert case.raw == "fail" and "its bound" in (case.message or ""), case
     for i in (TORCH_MODULE_GRAD, MODULE_GRAD_PROPERTY):
@@ -243,9 +236,7 @@ CALL_TORCH = "suites/torchax/test_entry_points.py::test_interop_call_torch_under
 
 def test_a_lost_gradient_in_j2t_autograd_is_caught_by_its_entry_point_case(tmp_path):
     ids = [J2T_AUTOGRAD, CALL_TORCH, MODULE_GRAD_PROPERTY]
-    clean = _run_ids(tmp_path, "xla29-cpu", None, ids)
-    assert [clean.cases[i].raw for i in ids] == ["pass"] * 3
-    seeded = _run_ids(tmp_path, "xla29-cpu", "j2t_autograd_drops_later_gradients", ids)
+    seeded = _clean_then_seeded(tmp_path, "xla29-cpu", "j2t_autograd_drops_later_gradients", ids)
     case = seeded.cases[J2T_AUTOGRAD]
     assert case.raw == "fail" and "its bound" in (case.message or ""), case
     # The forward value and w's gradient were right: the failure is x's gradient, not the value.

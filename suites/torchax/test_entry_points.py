@@ -10,14 +10,7 @@ Cores in suites/torchax/cores.py.
 
 from __future__ import annotations
 
-import pytest
-
 from suites.torchax import cores
-
-
-@pytest.fixture(scope="module")
-def env():
-    return cores.torchax_env()
 
 
 def test_interop_jax_jit_of_a_torch_function(env, observe):

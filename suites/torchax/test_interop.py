@@ -12,12 +12,6 @@ import pytest
 from suites.torchax import cores
 
 
-@pytest.fixture(scope="module")
-def env():
-    """torchax's default env, built at setup: where torchax cannot import, every case is an error."""
-    return cores.torchax_env()
-
-
 @pytest.mark.parametrize("kind", ["float32", "bfloat16", "int32", "int64", "zero_size", "non_contiguous"])
 def test_round_trip(kind, env, observe):
     cores.round_trip(kind, observe)

@@ -14,11 +14,6 @@ import pytest
 from suites.torchax import cores
 
 
-@pytest.fixture(scope="module")
-def env():
-    return cores.torchax_env()
-
-
 @pytest.mark.parametrize("how", list(cores.OFFSET_VIEWS))
 def test_round_trip_of_a_view_starting_inside_its_storage(how, env, observe):
     cores.offset_view_round_trip(how, observe)

@@ -13,11 +13,6 @@ from suites.torchax import cores
 hypothesis = pytest.importorskip("hypothesis")
 
 
-@pytest.fixture(scope="module")
-def env():
-    return cores.torchax_env()
-
-
 @hypothesis.example(**cores.INTEROP_STRUCTURE_EXAMPLE)  # the example `harness report` exports
 @hypothesis.given(template=templates.filter(lambda t: template_tensors(t) >= 1))
 def test_generated_output_trees_come_back_as_jax_returns_them(template, env, observe):

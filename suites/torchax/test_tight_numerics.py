@@ -15,11 +15,6 @@ import pytest
 from suites.torchax import cores
 
 
-@pytest.fixture(scope="module")
-def env():
-    return cores.torchax_env()
-
-
 @pytest.mark.parametrize("op", ["sin", "exp", "tanh", "logistic", "log", "sqrt"])
 def test_interop_call_jax_is_within_the_ops_ulp_bound(op, env, observe):
     cores.interop_call_jax_within_ulps(op, observe)

@@ -6,7 +6,7 @@ from typing import Mapping
 
 from harness.incell.resultsfile import whole_suite
 from harness.judge.apis import ApiDrift, ApiRange, default_api_ranges
-from harness.judge.expectations import Expectation, applicable_expectations, normalize_versions
+from harness.judge.expectations import Expectation, applying_expectations
 from harness.judge.results import CellResults
 from harness.judge.verdicts import judge, judge_case
 
@@ -26,17 +26,16 @@ def apply_expectations(cells: list[CellResults], expectations: list[Expectation]
         versions = cell.versions()
         # Versions and device are the cell's: decide once which known issues apply here, then
         # only match ids (10k cases x every known issue's specifiers was a tenth of a report).
-        here = applicable_expectations(expectations, None, versions, cell.device)
+        here = applying_expectations(expectations, versions, cell.device)
         for case in cell.cases.values():
             found = [e for e in here if e.covers(case.nodeid)]
             v, exp = judge_case(case.raw, found, case.message, case.observations, versions, ranges)
             case.verdict, case.expectation = v, _exp_dict(exp)
         if _full_run(cell):
-            cell.stale = stale_expectations(expectations, cell.collected_ids or [], versions, cell.device)
+            cell.stale = stale_expectations(here, cell.collected_ids or [])
         if cell.status == "env-error":
             # An env that cannot be built is a known bug if an issue says exactly that for this cell.
-            found = [e for e in expectations
-                     if e.expect == "env-error" and e.applies(normalize_versions(versions), cell.device)]
+            found = [e for e in here if e.expect == "env-error"]
             v, exp = judge("env-error", found, cell.reason)
             cell.verdict, cell.expectation = v, _exp_dict(exp)
         elif cell.status == "skipped":
@@ -56,9 +55,7 @@ def _full_run(cell: CellResults) -> bool:
     return whole_suite(sel)
 
 
-def stale_expectations(expectations: list[Expectation], collected: list[str], versions: Mapping[str, str | None],
-                       device: str) -> list[dict]:
-    """Known issues that apply to these versions and device yet cover no collected case."""
-    norm = normalize_versions(versions)
-    return [{"id": e.id, "source": str(e.source), "tests": list(e.tests)} for e in expectations
-            if e.applies(norm, device) and not any(e.covers(n) for n in collected)]
+def stale_expectations(applying: list[Expectation], collected: list[str]) -> list[dict]:
+    """Of the known issues that apply to a cell's versions and device, those covering no collected case."""
+    return [{"id": e.id, "source": str(e.source), "tests": list(e.tests)} for e in applying
+            if not any(e.covers(n) for n in collected)]

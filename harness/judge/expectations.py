@@ -201,13 +201,19 @@ def _check_unique(expectations: list[Expectation]) -> None:
         seen.add(exp.id)
 
 
-def applicable_expectations(
-    expectations: list[Expectation], nodeid: str | None, versions: Mapping[str, str | None], device: str
+def applying_expectations(
+    expectations: list[Expectation], versions: Mapping[str, str | None], device: str
 ) -> list[Expectation]:
-    """Every expectation covering nodeid (any id when None) that applies to these versions and
-    device, in file order."""
+    """Every expectation that applies to these versions and device (whatever it covers), in file order."""
     versions = normalize_versions(versions)
-    return [e for e in expectations if (nodeid is None or e.covers(nodeid)) and e.applies(versions, device)]
+    return [e for e in expectations if e.applies(versions, device)]
+
+
+def applicable_expectations(
+    expectations: list[Expectation], nodeid: str, versions: Mapping[str, str | None], device: str
+) -> list[Expectation]:
+    """Every expectation covering nodeid that applies to these versions and device, in file order."""
+    return [e for e in applying_expectations(expectations, versions, device) if e.covers(nodeid)]
 
 
 def find_expectation(

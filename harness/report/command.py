@@ -84,11 +84,12 @@ def baseline_changes(baseline_path: Path, report: dict) -> dict:
             "changes": {k: v for k, v in changes.items() if k != "drift"}}
 
 
-def write_report_files(report: dict, out_dir: Path) -> int:
-    """Write report.json/html/md, junit.xml and repro/ atomically; a disk problem is one UserError line."""
+def write_report_files(report: dict, out_dir: Path, report_json: str | None = None) -> int:
+    """Write report.json/html/md, junit.xml and repro/ atomically; a disk problem is one UserError line.
+    `report_json`: the report already as dumps_lines text."""
     ensure_dir(out_dir)
     try:
-        atomic_write(out_dir / "report.json", dumps_lines(report))
+        atomic_write(out_dir / "report.json", dumps_lines(report) if report_json is None else report_json)
         atomic_write(out_dir / "report.html", render_html(report))
         atomic_write(out_dir / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(out_dir / "junit.xml", render_junit(report))
@@ -131,8 +132,13 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     report["since"] = since_summary(report)  # per case: first bad / last good along each version line
     if baseline is not None:
         report["baseline"] = baseline_changes(baseline, report)
-    report = redact_all(report)  # a token in an index URL or a test's message never reaches a report or repro
-    n_repro = write_report_files(report, out_dir)
+    # A token in an index URL or a test's message never reaches a report or repro. The check reads
+    # report.json's own text, so the report is serialised once (twice only if it held a token).
+    report_json = dumps_lines(report)
+    redacted = redact_all(report, as_json=report_json)
+    if redacted is not report:
+        report, report_json = redacted, dumps_lines(redacted)
+    n_repro = write_report_files(report, out_dir, report_json)
 
     counts = report["counts"]
     out.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))

@@ -18,7 +18,7 @@ from harness.judge.testids import read_suite_module
 from harness.paths import REPO
 from harness.report.issue_body import fence, issue_body, scrub_paths, title
 from harness.report.standalone import (NoStandalone, export_script, redact_url, run_env, source_notes, source_placeholder,
-                                       show_sources, standalone_install_line)
+                                       shown_pip_words, standalone_install_line)
 from harness.safeio import atomic_write, dumps_strict
 
 _SKIP = {"ok", "skipped"}
@@ -94,17 +94,15 @@ def harness_install_line(install_line: str, cell: dict[str, Any] | None = None) 
         words = []
     if words[:2] != ["pip", "install"]:
         return "# " + shlex.quote(install_line)  # a tampered results file: shown, never run
-    words = show_sources(words, cell or {})
-    return shlex.join([redact_url(w) if "://" in w else w for w in words] + list(RUNTIME_REQUIREMENTS))
+    return shlex.join(shown_pip_words(words, cell or {}) + list(RUNTIME_REQUIREMENTS))
 
 
 def shown_install_line(install_line: str, cell: dict[str, Any]) -> str:
     """The cell's own pip line as a page shows it: URLs redacted, local sources as placeholders."""
     try:
-        words = shlex.split(install_line)
+        return shlex.join(shown_pip_words(shlex.split(install_line), cell))
     except ValueError:
         return install_line
-    return shlex.join([redact_url(w) if "://" in w else w for w in show_sources(words, cell)])
 
 
 def _sweep_spec(source: str) -> str | None:

@@ -608,6 +608,16 @@ def show_sources(words: list[str], cell: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def shown_pip_words(words: list[str], cell: Mapping[str, Any]) -> list[str]:
+    """A pip line's words as every paste shows them: the cell's local sources as placeholders, each
+    URL (and each index option's value) without its credentials."""
+    out, url_next = [], False
+    for w in show_sources(words, cell):
+        out.append(redact_url(w) if url_next or "://" in w else w)
+        url_next = w in ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
+    return out
+
+
 def standalone_install_line(cell: Mapping[str, Any]) -> str:
     """The cell's pip line (pins and extras, index URLs redacted, sources as placeholders), plus the
     numpy the scripts use."""
@@ -617,10 +627,7 @@ def standalone_install_line(cell: Mapping[str, Any]) -> str:
         words = []
     if words[:2] != ["pip", "install"]:
         words = ["pip", "install"] + [f"{k}=={v}" for k, v in (cell.get("pins") or {}).items()]
-    out, url_next = [], False
-    for w in show_sources(words, cell):
-        out.append(redact_url(w) if url_next or "://" in w else w)
-        url_next = w in ("--index-url", "--extra-index-url", "--find-links", "-i", "-f")
+    out = shown_pip_words(words, cell)
     if not any(re.match(r"numpy\b", w) for w in out):
         version = (cell.get("versions") or {}).get("numpy")
         out.append(f"numpy=={version}" if version else "numpy")

@@ -368,15 +368,3 @@ def _sources(raw: Any) -> dict[str, dict]:
             continue
         out[str(pkg)] = {k: v for k, v in src.items() if k in _SOURCE_KEYS and type(v) is _SOURCE_KEYS[k]}
     return out
-
-
-def source_label(package: str, src: dict, where: str | None = None) -> str:
-    """One line for a source: 'WHERE@SHA12', a content hash, '(dirty)'; `where` replaces its location
-    (a page shows a local path as a placeholder)."""
-    loc = where if where is not None else str(src.get("location", "?"))
-    loc += f"/{src['subdir']}" if src.get("subdir") else ""
-    sha, digest = str(src.get("sha") or ""), str(src.get("content_hash") or "")
-    label = f"{loc}@{sha[:12]}" if sha else f"{loc} sha256:{digest[:12]}"
-    return label + (" (dirty)" if src.get("dirty") is True else "")
-
-

@@ -559,15 +559,18 @@ def shown_requirement(package: str, src: Mapping[str, Any]) -> str:
 
 def shown_sources(cell: Mapping[str, Any]) -> dict[str, str]:
     """package -> one line for each source of the cell as a page shows it ('<jax source>@75e4279e32b0',
-    a URL with credentials redacted): report.md, report.html."""
+    a content hash, '(dirty)'; a URL with credentials redacted): report.md, report.html."""
     from harness.cells.cell import is_url
-    from harness.judge.results import source_label
 
     out = {}
     for pkg, src in (cell.get("sources") or {}).items():
-        if isinstance(src, Mapping):
-            loc = str(src.get("location") or "")
-            out[str(pkg)] = source_label(str(pkg), dict(src), redact(loc) if is_url(loc) else source_placeholder(str(pkg)))
+        if not isinstance(src, Mapping):
+            continue
+        loc = str(src.get("location") or "")
+        where = (redact(loc) if is_url(loc) else source_placeholder(str(pkg))) + (f"/{src['subdir']}" if src.get("subdir") else "")
+        sha, digest = str(src.get("sha") or ""), str(src.get("content_hash") or "")
+        label = f"{where}@{sha[:12]}" if sha else f"{where} sha256:{digest[:12]}"
+        out[str(pkg)] = label + (" (dirty)" if src.get("dirty") is True else "")
     return out
 
 

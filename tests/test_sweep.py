@@ -109,12 +109,15 @@ JAX_CELLS = {f"jax{v.replace('.', '')}-cpu": {"jax": v, "jaxlib": v} for v in ("
 
 def test_version_lines_group_cells_moving_one_package():
     cells = {**JAX_CELLS, "xla27-cpu": {"torch-xla": "2.7.0", "torch": "2.7.0", "jax": "0.5.3"},
-             "xla29-cpu": {"torch-xla": "2.9.0", "torch": "2.9.0", "jax": "0.7.1"},
+             "xla29-cpu": {"torch-xla": "2.9.0", "torch": "2.9.0", "jax": "0.7.1", "flax": "0.12.0"},
              "xla29noflax-cpu": {"torch-xla": "2.9.0", "torch": "2.9.0", "jax": "0.7.1"},
              "torchax0013-cpu": {"torchax": "0.0.13", "torch": "2.9.0", "jax": "0.7.2"}}
-    lines = {ln["package"]: ln["cells"] for ln in version_lines(_report(cells, {}))}
+    found = version_lines(_report(cells, {}))
+    lines = {ln["package"]: ln["cells"] for ln in found if ln["kind"] == "line"}
     assert lines == {"jax": ["jax053-cpu", "jax060-cpu", "jax072-cpu", "jax0102-cpu"],
-                     "torch-xla": ["xla27-cpu", "xla29-cpu"]}  # a lone torchax cell is no line
+                     "torch-xla": ["xla27-cpu", "xla29noflax-cpu"]}  # a lone torchax cell is no line
+    # the release's other cell is compared with the line's cell at that release, not dropped
+    assert [ln["cells"] for ln in found if ln["kind"] == "variant"] == [["xla29noflax-cpu", "xla29-cpu"]]
 
 
 def test_first_bad_last_good_along_the_jax_line():

@@ -65,6 +65,7 @@ class CellResults:
     device: str
     pins: dict[str, str]
     install_line: str = ""
+    extras: list[str] = field(default_factory=list)  # the cell's other requirements (flax==0.12.0): part of its identity
     env: dict[str, str] = field(default_factory=dict)
     run_info: dict[str, Any] = field(default_factory=dict)
     status: str = "incomplete"  # complete | incomplete | env-error | skipped
@@ -207,6 +208,7 @@ def read_results(path: Path) -> CellResults:
                 raise UserError(f"{path}:{i}: results must begin with a CellStart record, found {kind}")
             res = CellResults(path=path, cell=rec["cell"], device=rec["device"], pins=dict(rec["pins"]),
                               install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
+                              extras=[str(e) for e in rec.get("extras") or []] if isinstance(rec.get("extras"), list) else [],
                               started_at=rec.get("started_at", ""), source=str(rec.get("source") or ""),
                               floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
                               if isinstance(rec.get("floating"), dict) else {},

@@ -154,9 +154,25 @@ def render_since_markdown(rows: list[dict[str, Any]]) -> str:
              f"{len(rows)} case x version-line pairs: {passing} pass in every release tested, "
              f"{never} ran in none (skipped or not built), {len(shown)} below.", ""]
     if shown:
-        lines += ["| case | along | first bad | last good | summary |", "|---|---|---|---|---|"]
-        for r in sorted(shown, key=lambda r: (r["package"], r["case"])):
-            along = md_text(f"{r['package']} ({r['cells'][0]}..{r['cells'][-1]})")
-            lines.append(f"| {md_code(r['case'])} | {along} | {md_text(r['first_bad'] or '-')} | "
-                         f"{md_text(r['last_good'] or '-')} | {md_text(r['summary'])} |")
+        lines += ["Each row names its cells; where more than the named package changed between two cells, "
+                  "the summary says what else moved.", "",
+                  "| case | along | first bad | last good | summary |", "|---|---|---|---|---|"]
+        for r in sorted(shown, key=lambda r: (r["package"], r["case"], r.get("kind", "line"), r["cells"])):
+            lines.append(f"| {md_code(r['case'])} | {md_text(_along(r))} | {md_text(_at(r, r['first_bad']))} | "
+                         f"{md_text(_at(r, r['last_good']))} | {md_text(r['summary'])} |")
     return "\n".join(lines) + "\n"
+
+
+def _along(row: dict[str, Any]) -> str:
+    """What a since row compares: a release line's first and last cell, or a release's two variants."""
+    if row.get("kind") == "variant":
+        return f"{row['package']} {row['versions'][0]}: {row['cells'][0]} vs {row['cells'][1]}"
+    return f"{row['package']} ({row['cells'][0]}..{row['cells'][-1]})"
+
+
+def _at(row: dict[str, Any], version: str | None) -> str:
+    """A release along a row with the cell that ran it ("2.9.0 (xla29-cpu)"), or '-'."""
+    if not version:
+        return "-"
+    cells = [c for v, c in zip(row.get("versions") or [], row["cells"]) if v == version]
+    return f"{version} ({cells[0]})" if cells else version

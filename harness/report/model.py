@@ -19,6 +19,7 @@ from harness import __version__
 from harness.judge.coverage import coverage_gaps
 from harness.judge.outcomes import VERDICTS
 from harness.judge.results import CellResults
+from harness.judge.since import cell_identity
 
 REPORT_SCHEMA_VERSION = 1
 # The package a cell is about, by precedence (as the "Since which release" lines read it).
@@ -75,7 +76,8 @@ def differing_versions(cells: list[dict[str, Any]]) -> dict[str, list[str]]:
 def cell_summary(cell: CellResults) -> dict[str, Any]:
     """What the report says about a cell as a whole."""
     info = cell.run_info
-    return {"cell": cell.cell, "device": cell.device, "pins": cell.pins, "install_line": cell.install_line,
+    out = {"cell": cell.cell, "device": cell.device, "pins": cell.pins, "extras": list(cell.extras),
+            "install_line": cell.install_line,
             "env": cell.env, "status": cell.status, "reason": cell.reason, "verdict": cell.verdict,
             "expectation": cell.expectation, "versions": info.get("versions") or cell.env_verified or {},
             "devices": info.get("devices") or {}, "python": info.get("python", ""),
@@ -85,6 +87,9 @@ def cell_summary(cell: CellResults) -> dict[str, Any]:
             "source": cell.source,
             **({"sources": cell.sources} if cell.sources else {}),
             "counts": dict(Counter(c.verdict for c in cell.cases.values()))}
+    # What tells this cell from the others: every package it chose (extras too), as installed.
+    out["identity"] = cell_identity(out)
+    return out
 
 
 def build_report(cells: list[CellResults], errors: list[str], expectations_source: str) -> dict[str, Any]:

@@ -135,7 +135,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--worker-cell", metavar="JSON", help=argparse.SUPPRESS)  # -j parent -> worker
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST ARGS", help="passed to pytest in every cell")
     _add_sweep_args(p)
-    g = p.add_argument_group("your own build (see README: Your own build)",
+    g = p.add_argument_group("your own build (docs/own-build.md)",
                              "--with PKG=PATH (a source tree, hashed when dirty), PKG=PATH@REF or PKG=URL@REF (a git "
                              "ref, exported with git archive), PKG=FILE.whl: take PKG from there in every named cell "
                              "(repeatable; also $SEAMS_WITH, whitespace-separated, for tox). A jax source is paired "

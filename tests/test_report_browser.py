@@ -2,7 +2,7 @@
 
 Reports are built from synthetic results files in the real format (harness/report/synthetic.py),
 never from real cells. Screenshots of the main views are written to reports/screenshots/ (or
-$SEAMS_SCREENSHOTS) as artefacts; README shows two of them (docs/).
+$SEAMS_SCREENSHOTS) as artefacts; docs/report.md shows two of them.
 """
 
 from __future__ import annotations

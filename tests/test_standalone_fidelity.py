@@ -14,7 +14,7 @@ test_fixed_known_issues_pass_on_the_fixing_release for which script and why).
 
 SEAMS_FIDELITY_REPORT=DIR reuses the report of an earlier `harness run` (its report.json and
 repro/) instead of running the cells here. SEAMS_FIDELITY=all checks every failing result of
-every cell (the README figure: builds the torch cells, about 25 min on 2 shared cores). By default,
+every cell (the docs figure: builds the torch cells, about 25 min on 2 shared cores). By default,
 within CI's budget, only the jax-only cells of the default matrix run: a torch_xla cell costs GBs
 of wheels cold and 5-30 s of CPU per script.
 """

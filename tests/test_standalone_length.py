@@ -3,7 +3,7 @@ its family runs in (issue 19: short enough to paste into an upstream issue, aim 
 
 The scripts are exported for each cell's pins (what `harness report` does, without the installed
 versions a run adds), so the figure is the whole class, not one example. Cores are the scenarios'
-own code, kept word for word: the bound below is what the exporter reaches, and README
+own code, kept word for word: the bound below is what the exporter reaches, and docs/repros.md
 ("Standalone reproducers") gives the distribution.
 """
 

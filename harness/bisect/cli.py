@@ -53,7 +53,7 @@ def add_bisect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--case", help="with --from-report: the case id (instead of TEST_ID)")
     p.add_argument("--out", type=Path, default=Path("reports/bisect"), help="probe results and the final report")
     p.add_argument("--markdown", type=Path, help="also write the final report as Markdown here")
-    g = p.add_argument_group("commits (see README: Bisect to a commit)",
+    g = p.add_argument_group("commits (docs/own-build.md: Bisect to a commit)",
                              "With --commits, --good and --bad are refs in --repo (a release number such as 0.5.3 "
                              "is looked up as the tag PKG-v0.5.3, then v0.5.3), and the first-parent commits "
                              "between them are searched; each probe builds the package from its commit (git "

@@ -66,7 +66,8 @@ def also_moved(package: str, a: dict[str, str], b: dict[str, str]) -> list[str]:
     """'pkg old -> new' for every package besides `package` that differs between identities a and b.
 
     The package's pair (jaxlib with jax, torch X.Y.0 with torch_xla X.Y) is part of the package
-    when both cells hold it at the pair's version; anything else that differs is named.
+    when both cells hold it at the pair's version, as jaxlib is part of a jax that is named;
+    anything else that differs is named.
     """
     pair_a = paired_pins(package, a[package]) if package in a else {}
     pair_b = paired_pins(package, b[package]) if package in b else {}
@@ -76,6 +77,8 @@ def also_moved(package: str, a: dict[str, str], b: dict[str, str]) -> list[str]:
             continue
         if pkg in pair_a and pkg in pair_b and _same_release(a.get(pkg), pair_a[pkg]) and _same_release(b.get(pkg), pair_b[pkg]):
             continue
+        if pkg == "jaxlib" and package != "jax" and a.get("jax") == a.get(pkg) and b.get("jax") == b.get(pkg):
+            continue  # jaxlib moved as jax's own pair, and jax is named: "jax 0.6.2 -> 0.7.1" says both
         out.append(f"{pkg} {a.get(pkg, NONE)} -> {b.get(pkg, NONE)}")
     return out
 

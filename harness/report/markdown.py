@@ -157,9 +157,19 @@ def render_since_markdown(rows: list[dict[str, Any]]) -> str:
         lines += ["Each row names its cells; where more than the named package changed between two cells, "
                   "the summary says what else moved.", "",
                   "| case | along | first bad | last good | summary |", "|---|---|---|---|---|"]
-        for r in sorted(shown, key=lambda r: (r["package"], r["case"], r.get("kind", "line"), r["cells"])):
+        for r in sorted((r for r in shown if r.get("kind") != "variant"), key=lambda r: (r["package"], r["case"], r["cells"])):
             lines.append(f"| {md_code(r['case'])} | {md_text(_along(r))} | {md_text(_at(r, r['first_bad']))} | "
                          f"{md_text(_at(r, r['last_good']))} | {md_text(r['summary'])} |")
+        # Two cells of one release that disagree: one row per pair and sentence, naming its cases
+        # (the flax-less variant of a release fails the same 90 call_jax cases; one line says so).
+        variants: dict[tuple, list[str]] = {}
+        for r in shown:
+            if r.get("kind") == "variant":
+                variants.setdefault((r["package"], tuple(r["versions"]), tuple(r["cells"]), r["summary"]), []).append(r["case"])
+        for (package, versions, cells, summary), cases in sorted(variants.items()):
+            row = {"package": package, "versions": list(versions), "cells": list(cells), "kind": "variant"}
+            named = f"{len(cases)} cases: {_first(sorted(cases))}" if len(cases) > 1 else cases[0]
+            lines.append(f"| {md_code(named)} | {md_text(_along(row))} | - | - | {md_text(summary)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -83,6 +83,8 @@ environment (tox passes SEAMS_* through; what follows tox's `--` goes to pytest)
   SEAMS_ASSUME_DEVICE=gpu|tpu  treat the device as present where the probe misses it
   SEAMS_BACKEND_TIMEOUT_S=S    deadline for a gpu/tpu cell's backend to start before its tests (default 30)
   SEAMS_WITH='PKG=PATH[@REF] ...'  sources swapped into the cells, as --with PKG=PATH[@REF] (for tox)
+  SEAMS_RUN_ID=ID     the run id the cells record (default: tox's process under tox, else this run's):
+                      `report --latest-run` merges one run's cells by it
 
 examples:
   python -m harness run -j 2                               # up to 2 cells at once
@@ -169,8 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mark each result that changed since this report (regressed, fixed, changed, new, gone) "
                         "in the HTML grid, with a 'changed since baseline' view")
     p.add_argument("--latest-run", action="store_true",
-                   help="merge only the cells of the newest run (cells started within 20 min of an earlier one's "
-                        "end); older results files are dropped and named (what `tox -e ...,report` uses)")
+                   help="merge only the cells of this run, by the run id each cell's results record: under tox, "
+                        "the cells this tox command ran (what `tox -e CELL,...,report` uses); elsewhere the newest "
+                        "`harness run`'s ($SEAMS_RUN_ID names one); the files left out are named here and in report.md")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -315,8 +318,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run cells (up to -j at once) and, unless --no-report, render the report; exit 1 on news."""
     from harness.judge.expectations import load_expectations
     from harness.run.parallel import cell_from_json, default_jobs, run_parallel
+    from harness.run.invocation import run_id
     from harness.run.progress import CellProgress, EventStream
 
+    run_id()  # this invocation's id (tox's under tox), set before any -j worker starts: they inherit it
     # A -j worker gets its cell whole from the parent (sweep cells are not in any YAML file).
     if args.worker_cell:
         cells = [cell_from_json(args.worker_cell)]

@@ -6,8 +6,10 @@ off-terminal heartbeat, diff and history lines. The page's behaviour in a browse
 from __future__ import annotations
 
 import io
+import os
 import json
 import random
+import re
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ from rich.console import Console
 
 from harness.cli import build_parser
 from harness.judge.results import read_many
-from harness.report.command import latest_session, report_command
+from harness.report.command import report_command, this_run
 from harness.report.diff import compare, render_text, whole_cells
 from harness.report.history import build_history, render_history_markdown
 from harness.report.model import cell_sort_key
@@ -163,25 +165,61 @@ def test_summary_and_paths_go_to_stdout_problems_to_stderr(sweep, tmp_path):
     assert "broken.jsonl" in proc.stderr and "verdicts:" not in proc.stderr
 
 
-def test_latest_run_drops_and_names_results_older_than_the_run(tmp_path):
-    files = write_jax_sweep_results(tmp_path / "r", ("0.5.3", "0.6.0", "0.7.2"))
-    starts = {"jax053-cpu": "2026-11-20T09:00:00+00:00",  # a run three days ago: stale
-              "jax060-cpu": "2026-11-23T12:00:00+00:00", "jax072-cpu": "2026-11-23T12:00:03+00:00"}
+def _with_run_ids(files, ids: dict[str, str], starts: dict[str, str]) -> None:
     for f in files:
-        f.write_text(f.read_text().replace("2026-11-23T12:00:00+00:00", starts[f.stem]))
+        text = f.read_text().replace('"schema_version": 1, "cell"', f'"schema_version": 1, "run_id": "{ids[f.stem]}", "cell"', 1)
+        f.write_text(text.replace("2026-11-23T12:00:00+00:00", starts[f.stem]))
+
+
+def test_latest_run_is_this_runs_cells_by_run_id_not_by_time(tmp_path, monkeypatch):
+    files = write_jax_sweep_results(tmp_path / "r", ("0.5.3", "0.6.0", "0.7.2"))
+    # jax060 started three days before jax072 but in the same tox command; jax053 an hour ago in another
+    _with_run_ids(files, {"jax053-cpu": "tox-1@5.ab", "jax060-cpu": "tox-2@9.ab", "jax072-cpu": "tox-2@9.ab"},
+                  {"jax053-cpu": "2026-11-23T11:00:00+00:00", "jax060-cpu": "2026-11-20T12:00:00+00:00",
+                   "jax072-cpu": "2026-11-23T12:00:00+00:00"})
     cells, _ = read_many(files)
-    kept, dropped = latest_session(cells)
-    assert sorted(c.cell for c in kept) == ["jax060-cpu", "jax072-cpu"] and [c.cell for c in dropped] == ["jax053-cpu"]
-    # A chain of cells one after another (tox -e a,b,c) is one run however long it took.
-    chain = {"jax053-cpu": "2026-11-23T10:00:00+00:00", "jax060-cpu": "2026-11-23T10:10:00+00:00",
-             "jax072-cpu": "2026-11-23T10:25:00+00:00"}
-    for c in cells:
-        c.started_at, c.duration_s = chain[c.cell], 600.0
-    assert latest_session(cells)[1] == []
+    monkeypatch.delenv("SEAMS_RUN_ID", raising=False)
+    monkeypatch.delenv("TOX_ENV_NAME", raising=False)
+    kept, left_out = this_run(cells)  # not under tox: the run of the newest cell
+    assert sorted(c.cell for c in kept) == ["jax060-cpu", "jax072-cpu"] and [c["cell"] for c in left_out] == ["jax053-cpu"]
+    monkeypatch.setenv("SEAMS_RUN_ID", "tox-1@5.ab")  # what tox's report env finds as its parent's id
+    monkeypatch.setenv("TOX_ENV_NAME", "report")
+    kept, left_out = this_run(cells)
+    assert [c.cell for c in kept] == ["jax053-cpu"] and "ran in run tox-2@9.ab" in left_out[0]["why"]
+    env = {k: v for k, v in os.environ.items() if k not in ("SEAMS_RUN_ID", "TOX_ENV_NAME")}
     proc = subprocess.run([sys.executable, "-m", "harness", "report", str(tmp_path / "r"), "--latest-run", "--out",
-                           str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True)
-    assert "dropped 1 older results files (cells this run did not run): jax053-cpu (2026-11-20T09:00)" in proc.stderr
-    assert [c["cell"] for c in json.loads((tmp_path / "o" / "report.json").read_text())["cells"]] == ["jax060-cpu", "jax072-cpu"]
+                           str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert "left out 1 results files of other runs: jax053-cpu (2026-11-23T11:00)" in proc.stderr
+    doc = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert [c["cell"] for c in doc["cells"]] == ["jax060-cpu", "jax072-cpu"] and doc["left_out"][0]["cell"] == "jax053-cpu"
+    assert "Left out (1 results files of other runs" in (tmp_path / "o" / "report.md").read_text()
+    # `tox -e report` alone: no cell of this tox command; one line, not a report of other runs' cells
+    proc = subprocess.run([sys.executable, "-m", "harness", "report", str(tmp_path / "r"), "--latest-run", "--out",
+                           str(tmp_path / "o2")], cwd=ROOT, capture_output=True, text=True,
+                          env={**env, "SEAMS_RUN_ID": "tox-3@1.ab", "TOX_ENV_NAME": "report"})
+    assert proc.returncode == 2 and "no results file here comes from this tox command" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_envs_of_one_tox_command_share_a_run_id_and_the_next_command_gets_another(tmp_path):
+    """The mechanism `tox -e a,b,report` relies on, with real tox: its envs' commands see one run id,
+    in sequence and under -p; a second tox command sees another."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from harness.run.invocation import run_id; print('RID', run_id())"
+    (tmp_path / "tox.ini").write_text(f"[tox]\nenv_list = a, b\n[testenv]\nskip_install = true\n"
+                                      f"commands = python -c \"{code}\"\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SEAMS_RUN_ID", "TOX_ENV_NAME")}
+
+    def ids(*args: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-m", "tox", "-q", *args], cwd=tmp_path, capture_output=True,
+                              text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return re.findall(r"^RID (\S+)", proc.stdout, re.M)
+
+    first, second = ids("-e", "a,b"), ids("-e", "a,b")
+    assert len(first) == 2 and len(set(first)) == 1 and first[0].startswith("tox-")
+    assert len(second) == 2 and len(set(second)) == 1 and second[0] != first[0]
+    parallel = ids("-p", "-e", "a,b", "--parallel-live")
+    assert len(parallel) == 2 and len(set(parallel)) == 1 and parallel[0] not in (first[0], second[0])
 
 
 def test_tox_report_env_merges_only_the_latest_run():

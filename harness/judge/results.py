@@ -73,6 +73,7 @@ class CellResults:
     cases: dict[str, Case] = field(default_factory=dict)
     stale: list[dict[str, Any]] = field(default_factory=list)
     started_at: str = ""
+    run_id: str = ""  # the invocation (a tox command, one `harness run`) the cell ran in (harness.run.invocation)
     duration_s: float | None = None
     verdict: str = ""  # cell-level verdict for cells without cases (env-error, skipped, incomplete)
     expectation: dict[str, Any] | None = None
@@ -210,6 +211,7 @@ def read_results(path: Path) -> CellResults:
                               install_line=rec.get("install_line", ""), env=dict(rec.get("env") or {}),
                               extras=[str(e) for e in rec.get("extras") or []] if isinstance(rec.get("extras"), list) else [],
                               started_at=rec.get("started_at", ""), source=str(rec.get("source") or ""),
+                              run_id=str(rec.get("run_id") or ""),
                               floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
                               if isinstance(rec.get("floating"), dict) else {},
                               sources=_sources(rec.get("sources")))

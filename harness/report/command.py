@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -21,8 +22,6 @@ from harness.judge.results import read_many
 from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
 from harness.judge.since import since_summary
 
-SESSION_GAP_S = 20 * 60  # cells of one tox/CI session start within this of the previous cell's end
-
 
 def _latest_per_cell(cells):
     """One results file per cell name: the latest run wins, the others are reported."""
@@ -39,39 +38,31 @@ def _latest_per_cell(cells):
     return sorted(kept, key=lambda c: order[id(c)]), notes
 
 
-def _when(text: str):
-    import datetime as dt
+def this_run(cells: list) -> tuple[list, list[dict[str, str]]]:
+    """(kept, left_out): the cells of this run, by run id (harness.run.invocation), never by time.
 
-    try:
-        t = dt.datetime.fromisoformat(text)
-    except (TypeError, ValueError):
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
-
-
-def latest_session(cells: list, gap_s: float = SESSION_GAP_S) -> tuple[list, list]:
-    """(kept, dropped): the cells of the newest run session, and results files older than it.
-
-    A session is a chain of cells each started no more than gap_s after an earlier one ended (or
-    while it ran): `tox -e a,b,report` runs a then b, `tox -p` runs them side by side. A results
-    file left by a run before that (a cell tox did not run this time) is dropped, and named.
-    A file without a start time is kept: nothing says it is stale.
+    Under tox (the `report` env of `tox -e a,b,report`) this run is the tox command's: the cells
+    whose CellStart carries its run id. Elsewhere it is the newest invocation among the files (the
+    run id of the cell started last). Every results file left out is named with its run id.
     """
-    import datetime as dt
+    from harness.run.invocation import ENV, run_id, under_tox
 
-    timed = [(c, _when(c.started_at)) for c in cells]
-    timed = [(c, t, t + dt.timedelta(seconds=c.duration_s or 0)) for c, t in timed if t is not None]
-    if not timed:
-        return cells, []
-    timed.sort(key=lambda x: x[1], reverse=True)
-    session_start = timed[0][1]
-    stale = set()
-    for c, start, end in timed[1:]:
-        if end >= session_start - dt.timedelta(seconds=gap_s):
-            session_start = min(session_start, start)
-        else:
-            stale.add(id(c))
-    return [c for c in cells if id(c) not in stale], [c for c in cells if id(c) in stale]
+    wanted = run_id() if under_tox() or os.environ.get(ENV) else None
+    if wanted is None:
+        newest = max(cells, key=lambda c: c.started_at or "")
+        wanted = newest.run_id
+        how = f"the newest run (run id {wanted or 'unrecorded'}: {newest.cell}, started {newest.started_at[:19]})"
+    else:
+        how = f"this tox command (run id {wanted})" if under_tox() else f"run id {wanted} ({ENV})"
+        if not any(c.run_id == wanted for c in cells):
+            raise UserError(f"no results file here comes from {how}: {len(cells)} files from other runs. "
+                            "Name the cells in the same tox command (tox -e CELL,...,report), "
+                            "or merge every file: python -m harness report reports/results")
+    kept = [c for c in cells if c.run_id == wanted]
+    left_out = [{"cell": c.cell, "results_file": str(c.path), "started_at": c.started_at, "run_id": c.run_id,
+                 "why": f"not in {how}: ran in run {c.run_id or '(unrecorded: written before run ids)'}"}
+                for c in cells if c.run_id != wanted]
+    return kept, left_out
 
 
 def baseline_changes(baseline_path: Path, report: dict) -> dict:
@@ -105,7 +96,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     The verdict counts and the report paths go to stdout (what `| tee` and CI logs keep); problems
     with the inputs go to stderr. With `baseline`, each result that changed since that report.json
     is marked in the HTML grid and report.json's `baseline` lists the changes. With `latest_run`,
-    only the newest run session's cells are merged (latest_session); the dropped files are named.
+    only this run's cells are merged (this_run: by run id); the files left out are named.
     """
     console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)  # file names may hold [...]
     out = Console(highlight=False, soft_wrap=True, markup=False)
@@ -121,14 +112,18 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
         console.print(f"error: {e}")
     cells, dupes = _latest_per_cell(cells)
     errors += dupes
+    left_out: list[dict[str, str]] = []
     if latest_run:
-        cells, stale = latest_session(cells)
-        if stale:
-            shown = ", ".join(f"{c.cell} ({c.started_at[:16]})" for c in stale[:8]) + (f" and {len(stale) - 8} more" if len(stale) > 8 else "")
-            console.print(f"note: merged the {len(cells)} cells of the latest run; dropped {len(stale)} older results "
-                          f"files (cells this run did not run): {shown}; merge them by naming the files without --latest-run")
+        cells, left_out = this_run(cells)
+        if left_out:
+            shown = ", ".join(f"{c['cell']} ({c['started_at'][:16]})" for c in left_out[:8]) + (
+                f" and {len(left_out) - 8} more" if len(left_out) > 8 else "")
+            console.print(f"note: merged the {len(cells)} cells of this run; left out {len(left_out)} results "
+                          f"files of other runs: {shown}; merge them by naming the files without --latest-run")
     apply_expectations(cells, expectations)
     report = build_report(cells, errors, str(expectations_path))
+    if left_out:
+        report["left_out"] = left_out  # results files of other runs, not merged (--latest-run)
     report["since"] = since_summary(report)  # per case: first bad / last good along each version line
     if baseline is not None:
         report["baseline"] = baseline_changes(baseline, report)

@@ -56,6 +56,10 @@ def render_markdown(report: dict[str, Any]) -> str:
            "| " + " | ".join(v for v in VERDICTS if counts.get(v)) + " |",
            "|" + "---|" * len([v for v in VERDICTS if counts.get(v)]),
            "| " + " | ".join(str(counts[v]) for v in VERDICTS if counts.get(v)) + " |", ""]
+    if report.get("left_out"):  # --latest-run: the results files of other runs that are not in this report
+        out += [f"Left out ({len(report['left_out'])} results files of other runs; merge them by naming the files): "
+                + md_text(", ".join(f"{c['cell']} (started {c['started_at'][:16]}, run {c['run_id'] or 'unrecorded'})"
+                                    for c in report["left_out"])), ""]
     if report["errors"]:
         out += ["## Results files that could not be read", ""] + [f"- {md_code(e)}" for e in report["errors"]] + [""]
     by_verdict: dict[str, list] = {}

@@ -40,6 +40,7 @@ from harness.redact import redact
 from harness.safeio import refuse_special
 from harness.incell.resultsfile import file_tail, selected_paths, signal_name, whole_suite
 from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
+from harness.run.invocation import run_id
 from harness.run.stream import ResultsStream, append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 
@@ -264,7 +265,8 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
     try:
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
                             **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env()})
+                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(),
+                            **_run_id_field()})
         faults.point("rename", results)
         os.replace(tmp, results)
     except BaseException:
@@ -471,10 +473,16 @@ def close_dead_run(cell: Cell, results: Path, why: str, started_at: float) -> No
         tmp = results.with_name(results.name + ".new")
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION, **cell.describe(),
                             "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                            "harness_version": __version__, "timeout_s": cell.timeout_s})
+                            "harness_version": __version__, "timeout_s": cell.timeout_s, **_run_id_field()})
         os.replace(tmp, results)
     append_record(results, {"$report_type": "CellEnd", "cell": cell.name, "complete": True, "status": "incomplete",
                             "reason": why})
+
+
+def _run_id_field() -> dict[str, str]:
+    """The CellStart's `run_id`: which invocation (a tox command, one `harness run`) the cell belongs to."""
+    rid = run_id()
+    return {"run_id": rid} if rid else {}
 
 
 def _closed(results: Path) -> bool:

@@ -203,3 +203,45 @@ def test_commits_values_parse_or_fail_in_one_line():
 def test_a_bad_commits_value_is_one_line_from_the_cli(tmp_path):
     proc = _cli(tmp_path, "--dry-run", "--commits", "torch=../pytorch")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "commits can be bisected for jax, torchax" in proc.stderr, proc.stderr
+
+
+def _source_night(day: int, sha: str, results: dict[str, str]) -> dict:
+    """A night whose jax was built from a commit of a checkout (pins carry the commit's version)."""
+    night = _night(day, f"0.8.2.dev202611{day:02d}+g{sha[:10]}", results)
+    night["cells"][0]["pins"]["jaxlib"] = night["cells"][0]["versions"]["jaxlib"] = "0.8.1"
+    night["cells"][0]["sources"] = {"jax": {"kind": "git", "location": "/src/jax", "sha": sha, "version": "0.8.2"}}
+    return night
+
+
+def test_a_night_built_from_source_is_bisected_over_its_commits(tmp_path, monkeypatch):
+    """Issue 30: a source-built night's jax is no release on the index: news bisects the commits between
+    last night's SHA and tonight's (in the configured repository, else the cell's own), pairing
+    tonight's jaxlib."""
+    import harness.nightly.filing as filing
+
+    seen = []
+
+    class Done:
+        returncode = 0
+
+        def __init__(self, argv, **kw):
+            seen.append(argv)
+
+        def communicate(self, timeout=None):
+            return "", ""
+
+    monkeypatch.setattr(filing.subprocess, "Popen", Done)
+    monkeypatch.delenv("SEAMS_REPO_JAX", raising=False)
+    old, new = _source_night(1, "a" * 40, {A: "pass"}), _source_night(2, "b" * 40, {A: "fail"})
+    assert filing.commit_bounds(old, new, "jaxlatest-cpu")[:3] == ("jax", "a" * 40, "b" * 40)
+    item = {"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}
+    filing.bisect_item(item, old, new, budget_s=30, out=tmp_path)
+    argv = seen[-1]
+    at = argv.index("--commits")
+    assert argv[at:at + 7] == ["--commits", "--repo", "/src/jax", "--good", "a" * 40, "--bad", "b" * 40]
+    assert "--pair=jaxlib==0.8.1" in argv and "--to-commit" not in argv
+    filing.bisect_item(item, old, new, budget_s=30, out=tmp_path,
+                       commits=filing.parse_commits(["jax=https://github.com/jax-ml/jax"]))
+    assert seen[-1][at:at + 3] == ["--commits", "--repo", "https://github.com/jax-ml/jax"]
+    # the same commit both nights: nothing moved by commit; the release rule decides (here: none moved)
+    assert filing.commit_bounds(old, old, "jaxlatest-cpu") is None

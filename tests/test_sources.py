@@ -141,7 +141,7 @@ def test_dirty_tree_is_content_hashed(tmp_path, toy):
     (work / "seamtoy" / "__init__.py").write_text("def double(x):\n    return x + x\n")
     dirty = resolve_source("seamtoy", {"kind": "path", "location": str(work)})
     assert dirty["dirty"] is True and dirty["content_hash"] != clean["content_hash"]
-    assert dirty["pin"].startswith(f"1.0.0+g{toy.first_parent[-1][:10]}.dirty.")
+    assert dirty["pin"].startswith(f"1.0.0.dev20231114+g{toy.first_parent[-1][:10]}.dirty.")
     # __pycache__ and build output are not content.
     (work / "seamtoy" / "__pycache__").mkdir()
     (work / "seamtoy" / "__pycache__" / "x.pyc").write_bytes(b"\0")
@@ -230,7 +230,8 @@ def test_pair_without_a_source_is_bad_input():
 def test_resolved_cell_names_its_source_everywhere(toy):
     cell = resolve_cell(_cell(sources={"seamtoy": {"kind": "git", "location": str(toy.path), "ref": "seamtoy-v1.1.0"}}))
     sha = toy.first_parent[-1]
-    assert cell.pins == {"seamtoy": f"1.0.0+g{sha[:10]}"}
+    # seamtoy-v1.1.0's tree still declares 1.0.0: not that release's commit, so a dev release dated by the commit
+    assert cell.pins == {"seamtoy": f"1.0.0.dev20231114+g{sha[:10]}"}
     assert f"seamtoy @ git+{toy.path.as_uri()}@{sha}" in cell.install_line()
     assert cell.describe()["sources"]["seamtoy"]["sha"] == sha
 
@@ -366,3 +367,30 @@ def test_a_package_in_a_folder_of_a_bigger_repository(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["pyproject.toml", "seamtoy"]
     tree = resolve_source("seamtoy", {"kind": "path", "location": str(repo), "subdir": "torchax"})
     assert tree["version"] == "0.3.0" and tree["dirty"] is False
+
+
+def test_a_commit_gets_a_version_that_sorts_with_the_releases_by_the_commit(toy):
+    """Issue 30: a build from a commit sorts after the release before it, before the one it declares,
+    and after older commits; at its release tag it is that release. The SHA stays in the label."""
+    from packaging.version import Version
+
+    from harness.cells.sources import build_env_for, commit_version
+
+    tagged = resolve_source("seamtoy", {"kind": "git", "location": str(toy.path), "ref": "seamtoy-v1.0.0"})
+    assert tagged["release_tag"] == "seamtoy-v1.0.0" and Version(tagged["pin"]).public == "1.0.0"
+    later = resolve_source("seamtoy", {"kind": "git", "location": str(toy.path), "ref": toy.first_parent[-1]})
+    assert later["commit_date"] == "2023-11-14T22:" + later["commit_date"][14:] and later["sha"][:10] in later["pin"]
+    # what jax's tree would declare between releases: the next one
+    between = {**later, "version": "0.5.4", "release_tag": None}
+    assert Version("0.5.3") < Version(commit_version(between)) < Version("0.5.4") < Version("0.6.0")
+    older = {**between, "commit_date": "2023-11-13T09:00:00Z"}
+    assert Version(commit_version(older)) < Version(commit_version(between))
+    assert commit_version(between) == f"0.5.4.dev20231114+g{later['sha'][:10]}"
+    # a known-issue range reaches it: jax>=0.5.3 holds, <0.5.3 does not
+    from packaging.specifiers import SpecifierSet
+
+    assert SpecifierSet(">=0.5.3").contains(commit_version(between), prereleases=True)
+    # jax's build is told the same version (WHEEL_VERSION_SUFFIX) and the commit (JAX_GIT_HASH)
+    env = build_env_for("jax", {**between, "pin": commit_version(between)})
+    assert env == {"WHEEL_VERSION_SUFFIX": f".dev20231114+g{later['sha'][:10]}", "JAX_GIT_HASH": later["sha"]}
+    assert build_env_for("torchax", {**between, "pin": commit_version(between)}) == {}

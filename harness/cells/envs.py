@@ -331,7 +331,7 @@ def _alive(pid: int) -> bool:
 
 def _materialize(cell: Cell, dest: Path, log: Callable[[str], None]) -> dict[str, Path]:
     """Export each source the cell takes (git archive, or a copy of the tree) into dest."""
-    from harness.cells.sources import SourceError, describe, materialize
+    from harness.cells.sources import SourceError, build_env_for, describe, materialize
 
     out = {}
     for pkg, src in cell.sources.items():
@@ -341,13 +341,14 @@ def _materialize(cell: Cell, dest: Path, log: Callable[[str], None]) -> dict[str
         try:
             out[pkg] = materialize(pkg, src, dest)
             if src["kind"] != "wheel":
-                out[pkg] = _build_wheel(pkg, out[pkg], dest, log)
+                out[pkg] = _build_wheel(pkg, out[pkg], dest, log, build_env_for(pkg, src))
         except (SourceError, OSError) as exc:
             raise EnvError(f"{pkg}: {exc}") from None
     return out
 
 
-def _build_wheel(pkg: str, tree: Path, dest: Path, log: Callable[[str], None]) -> Path:
+def _build_wheel(pkg: str, tree: Path, dest: Path, log: Callable[[str], None],
+                 version_env: dict[str, str] | None = None) -> Path:
     """Build a source tree's wheel in a cached build env holding its [build-system].requires.
 
     uv's default (a fresh isolated build env per build) cost 8 of the 13 s of installing a jax commit
@@ -361,7 +362,7 @@ def _build_wheel(pkg: str, tree: Path, dest: Path, log: Callable[[str], None]) -
     benv = _build_env(requires, log)
     out = dest / f"{tree.name}-wheel"
     uv = uv_executable()
-    env = {**os.environ, "VIRTUAL_ENV": str(benv)}
+    env = {**os.environ, "VIRTUAL_ENV": str(benv), **(version_env or {})}  # the commit's version (sources.build_env_for)
     env.pop("PYTHONPATH", None)
     log(f"building {pkg} from {tree.name}")
     proc = _run([uv, "build", "--wheel", "--offline", "--no-build-isolation", "--python",

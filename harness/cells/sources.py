@@ -392,8 +392,12 @@ def _resolve_path(package: str, spec: dict[str, Any]) -> dict[str, Any]:
         out["sha"] = head.stdout.strip()
         status = _git(root, "status", "--porcelain", "--", *paths, check=False)
         out["dirty"] = bool(status.stdout.strip()) if status.returncode == 0 else True
-    label = f"g{out['sha'][:10]}" + (f".dirty.{digest[:8]}" if out.get("dirty") else "") if "sha" in out else f"h{digest[:12]}"
-    out["pin"] = f"{out.get('version', '0')}+{label}"
+    if "sha" in out:
+        out.update(commit_facts(root, out["sha"], package, out.get("version")))
+        dirty = f".dirty.{digest[:8]}" if out.get("dirty") else ""
+        out["pin"] = commit_version(out, dirty)
+    else:
+        out["pin"] = f"{out.get('version', '0')}+h{digest[:12]}"
     return out
 
 
@@ -407,8 +411,57 @@ def _resolve_git(package: str, spec: dict[str, Any]) -> dict[str, Any]:
         raise SourceError(f"{spec['location']}@{sha[:12]}{'/' + spec['subdir'] if spec.get('subdir') else ''}: "
                           f"{exc}") from None
     out = {**spec, "resolved": True, "sha": sha, "dirty": False, "paths": paths, **declared_version(tree, package)}
-    out["pin"] = f"{out.get('version', '0')}+g{sha[:10]}"
+    out.update(commit_facts(repo, sha, package, out.get("version")))
+    out["pin"] = commit_version(out)
     return out
+
+
+def commit_facts(repo: str | Path, sha: str, package: str, declared: str | None) -> dict[str, Any]:
+    """When the commit was made (committer date, UTC) and whether it is the release it declares
+    (tagged vX, PKG-vX or X): what its version is made from (commit_version)."""
+    out: dict[str, Any] = {}
+    shown = _git(repo, "show", "-s", "--format=%ct", sha, check=False)
+    if shown.returncode == 0 and shown.stdout.strip().isdigit():
+        import datetime as _dt
+
+        when = _dt.datetime.fromtimestamp(int(shown.stdout.strip()), _dt.timezone.utc)
+        out["commit_date"] = when.isoformat(timespec="seconds").replace("+00:00", "Z")
+    tags = _git(repo, "tag", "--points-at", sha, check=False)
+    if declared and tags.returncode == 0:
+        names = set(tags.stdout.split())
+        out["release_tag"] = next((t for t in (f"{package}-v{declared}", f"v{declared}", declared) if t in names), None)
+    return out
+
+
+def commit_version(src: dict[str, Any], dirty: str = "") -> str:
+    """A version for a build from a commit that sorts with the releases by the commit: the release
+    itself at its tag (`0.5.3+g<sha>`), else a development release of the version the tree declares,
+    dated by the commit (`0.5.4.dev20250409+g75e4279e32`: after 0.5.3, before 0.5.4 and 0.6.0), as
+    jax's own build names a git checkout. The SHA is in the local label and in the source record."""
+    declared, sha = src.get("version"), src["sha"]
+    if not declared:
+        return f"0+g{sha[:10]}{dirty}"
+    if src.get("release_tag"):  # the release's own commit (edits on top of it show in the label)
+        return f"{declared}+g{sha[:10]}{dirty}"
+    base = Version(declared).base_version
+    date = (src.get("commit_date") or "")[:10].replace("-", "")
+    return f"{base}.dev{date}+g{sha[:10]}{dirty}" if date else f"{declared}+g{sha[:10]}{dirty}"
+
+
+def build_env_for(package: str, src: dict[str, Any]) -> dict[str, str]:
+    """Variables that make a package's own build name the version the harness gave its commit.
+
+    jax's build (setup.py, jax/version.py) appends WHEEL_VERSION_SUFFIX to the declared version and
+    records JAX_GIT_HASH; without them a `git archive` export (no .git) builds `X.devTODAY`, which
+    sorts by the day it was built, not by the commit. jax releases before WHEEL_VERSION_SUFFIX (0.4.x)
+    ignore it: their builds keep today's date (the pin and the report still name the commit)."""
+    if package != "jax" or not src.get("sha") or not src.get("version"):
+        return {}
+    pin = str(src.get("pin") or "")
+    base = Version(src["version"]).base_version if not src.get("release_tag") else src["version"]
+    if not pin.startswith(base):
+        return {}
+    return {"WHEEL_VERSION_SUFFIX": pin[len(base):], "JAX_GIT_HASH": src["sha"]}
 
 
 def describe(src: dict[str, Any]) -> str:

@@ -90,7 +90,14 @@ class CellResults:
     def versions(self) -> dict[str, str]:
         """Installed versions as the run reported them, else as the env check found them (--build-only),
         else the pins (env-error cells)."""
-        return dict(self.run_info.get("versions") or self.env_verified or self.pins)
+        out = dict(self.run_info.get("versions") or self.env_verified or self.pins)
+        # A package built from a commit is judged at the version the harness gave that commit
+        # (harness.cells.sources.commit_version: it sorts with the releases by the commit), whatever
+        # its own build called it (an older jax built from an export names itself by today's date).
+        for pkg, src in self.sources.items():
+            if src.get("sha") and src.get("pin") and out.get(pkg):
+                out[pkg] = str(src["pin"])
+        return out
 
 
 @lru_cache(maxsize=1)
@@ -358,7 +365,7 @@ def read_many(paths: Iterable[Path]) -> tuple[list[CellResults], list[str]]:
 
 
 _SOURCE_KEYS = {"kind": str, "location": str, "sha": str, "ref": str, "subdir": str, "content_hash": str,
-                "version": str, "dirty": bool}
+                "version": str, "dirty": bool, "pin": str, "commit_date": str, "release_tag": str}
 
 
 def _sources(raw: Any) -> dict[str, dict]:

@@ -48,7 +48,10 @@ def cell_identity(cell: dict[str, Any]) -> dict[str, str]:
     for pkg in cell.get("sources") or {}:
         chosen.setdefault(canonicalize_name(str(pkg)), "source")
     installed = {canonicalize_name(str(k)): str(v) for k, v in (cell.get("versions") or {}).items() if v}
-    return {k: installed.get(k, v) for k, v in chosen.items()}
+    # a package built from a commit: its pin is the commit's version (sources.commit_version)
+    from_commit = {canonicalize_name(str(k)) for k, s in (cell.get("sources") or {}).items()
+                   if isinstance(s, dict) and s.get("sha")}
+    return {k: v if k in from_commit else installed.get(k, v) for k, v in chosen.items()}
 
 
 def _main_package(identity: dict[str, str]) -> str | None:

@@ -61,6 +61,25 @@ def _pins(report: dict[str, Any], cell: str) -> dict[str, str]:
     return {}
 
 
+def _commit_sources(report: dict[str, Any], cell: str) -> dict[str, dict[str, Any]]:
+    """Package -> its source record, for the cell's packages built from a commit (git, or a checkout)."""
+    for c in report["cells"]:
+        if c["cell"] == cell:
+            return {k.replace("_", "-"): v for k, v in (c.get("sources") or {}).items()
+                    if isinstance(v, dict) and isinstance(v.get("sha"), str) and v.get("sha")}
+    return {}
+
+
+def commit_bounds(old: dict[str, Any], new: dict[str, Any], cell: str) -> tuple[str, str, str, dict[str, Any]] | None:
+    """(package, last night's commit, tonight's, tonight's source) where both nights built a package
+    from a commit and the commit moved: a source-built night is bisected over commits, not releases."""
+    a, b = _commit_sources(old, cell), _commit_sources(new, cell)
+    for pkg in COMMIT_PACKAGES:
+        if pkg in a and pkg in b and a[pkg]["sha"] != b[pkg]["sha"]:
+            return pkg, a[pkg]["sha"], b[pkg]["sha"], b[pkg]
+    return None
+
+
 def bisect_bounds(old: dict[str, Any], new: dict[str, Any], cell: str) -> tuple[str, str, str] | None:
     """(package, last night's version, tonight's) for the first movable package that moved, else None."""
     a, b = _pins(old, cell), _pins(new, cell)
@@ -123,6 +142,10 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
         return "Not bisected: the whole cell failed (no test ran), see the reason above."
+    regress = "pass" if item["kind"] == "fixed" else ("crash" if item["kind"] == "crash" else "fail")
+    by_commit = commit_bounds(old, new, item["cell"])
+    if by_commit is not None:
+        return _bisect_commits(item, new, by_commit, regress, budget_s, out, commits)
     bounds = bisect_bounds(old, new, item["cell"])
     if bounds is None:
         return ("Not bisected: no package version moved in this cell between the two nights, so the change "
@@ -131,13 +154,40 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     moved = {pkg, "jaxlib"} if pkg == "jax" else ({pkg, "torch"} if pkg == "torch-xla" else {pkg})
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items() if k not in moved
             and k in ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "optax")]
-    regress = "pass" if item["kind"] == "fixed" else ("crash" if item["kind"] == "crash" else "fail")
     md = out / "bisect.md"
     argv = [sys.executable, "-m", "harness", "bisect", item["case"], "--package", pkg, "--good", good, "--bad", bad,
             f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
     argv += commit_args(pkg, commits=commits)
+    return _run_bisect(argv, pkg, good, bad, md, budget_s)
+
+
+def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str, str, str, dict[str, Any]],
+                    regress: str, budget_s: int, out: Path, commits: dict[str, tuple[str, str]] | None) -> str:
+    """A night built from source: bisect the commits between last night's SHA and tonight's, in the
+    repository configured for the package (--commits / SEAMS_REPO_*), else the one the cell built from."""
+    pkg, good, bad, src = bounds
+    configured = commit_args(pkg, commits=commits)
+    if configured:
+        repo_args = configured[1:]  # --repo R [--subdir S], without --to-commit
+    elif src.get("kind") == "git" or src.get("kind") == "path":
+        repo_args = ["--repo", str(src.get("location") or "")] + (["--subdir", src["subdir"]] if src.get("subdir") else [])
+    else:
+        return f"Not bisected: {pkg} was built from a source with no repository to search (configure --commits {pkg}=REPO)."
+    held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items()
+            if k not in (pkg, "jaxlib") and k in ("torch", "torch-xla", "torchax", "flax", "optax")]
+    pair = _pins(new, item["cell"]).get("jaxlib") if pkg == "jax" else None
+    md = out / "bisect.md"
+    argv = [sys.executable, "-m", "harness", "bisect", item["case"], "--package", pkg, "--commits", *repo_args,
+            "--good", good, "--bad", bad, f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
+    if pair:
+        argv.append(f"--pair=jaxlib=={pair}")  # the binary partner tonight's build was paired with
+    return _run_bisect(argv, pkg, good[:12], bad[:12], md, budget_s)
+
+
+def _run_bisect(argv: list[str], pkg: str, good: str, bad: str, md: Path, budget_s: int) -> str:
+    """Run one bisection command within budget_s (its own process group, swept after); its Markdown."""
     # Its own process group, so the budget ends the bisection and every probe it started.
     # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
     from harness import lifeline  # here: building the CLI's parser must not import it

@@ -254,3 +254,21 @@ def test_a_presence_probe_leaves_no_idle_statement_or_loop():
     idle = [n for n in ast.walk(tree) if isinstance(n, ast.For) and all(isinstance(b, ast.Pass) for b in n.body)]
     bare = [n for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, (ast.Compare, ast.Name))]
     assert not idle and not bare
+
+
+def test_a_cpu_torch_cells_pasted_install_line_takes_pytorchs_cpu_wheels():
+    """Issue 30: PyPI's Linux torch wheel pulls the CUDA libraries (GBs) into a CPU-only repro; the
+    line for a cpu cell adds PyTorch's CPU index (its torch X+cpu sorts above PyPI's X) and says so."""
+    from harness.report.issue_body import issue_body
+    from harness.report.standalone import TORCH_CPU_INDEX
+
+    xla = {"cell": "xla29-cpu", "device": "cpu", "pins": {"torch": "2.9.0", "torch_xla": "2.9.0", "jax": "0.7.1"},
+           "install_line": "pip install torch==2.9.0 torch_xla==2.9.0 jax==0.7.1", "versions": {"numpy": "2.2.6"}}
+    words = shlex.split(standalone_install_line(xla))
+    assert words[:4] == ["pip", "install", "--extra-index-url", TORCH_CPU_INDEX] and "torch==2.9.0" in words
+    body = issue_body(None, xla, {"raw": "fail", "verdict": "regression", "message": "x"}, script="print(1)\n",
+                      standalone_install=standalone_install_line(xla))
+    assert "PyTorch's CPU wheels: the cell runs on CPU" in body
+    # not for a tpu cell, a jax-only cell, or a cell with an index of its own
+    for other in ({**xla, "device": "tpu"}, {**CELL}, {**xla, "install_line": xla["install_line"] + " --index-url https://i.example/simple"}):
+        assert TORCH_CPU_INDEX not in standalone_install_line(other)

@@ -109,6 +109,8 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
         out += ["", "### Bisection", "", demote_headings(scrub_paths(bisection).strip())]
     out += ["", "### Reproduce", ""]
     if script is not None:
+        if "download.pytorch.org/whl/cpu" in standalone_install:  # say why the line names another index
+            out += ["torch comes from PyTorch's CPU wheels: the cell runs on CPU, so no CUDA libraries are downloaded.", ""]
         out += ["Standalone (only the packages below; exit 1 while the bug is there, 0 once fixed):", "",
                 *fence(f"python3.11 -m venv venv && . venv/bin/activate\n{standalone_install}\npython {shlex.quote(script_name)}", "sh"),
                 "", f"<details><summary>{one_line(script_name)}</summary>", "", *fence(script, "python"), "",

@@ -621,9 +621,24 @@ def shown_pip_words(words: list[str], cell: Mapping[str, Any]) -> list[str]:
     return out
 
 
+# PyTorch's CPU-only wheels: torch without the CUDA libraries PyPI's Linux wheel pulls in (GBs).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_CPU_NOTE = "torch from PyTorch's CPU wheels (the cell runs on CPU; no CUDA libraries to download)"
+
+
+def torch_cpu_wheels(cell: Mapping[str, Any]) -> bool:
+    """Whether a pasted install line should take torch's CPU build: a cpu cell that installs torch
+    from the default index (no index of its own, torch not from a source)."""
+    pins = {canonicalize_name(str(k)) for k in (cell.get("pins") or {})}
+    sources = {canonicalize_name(str(k)) for k in (cell.get("sources") or {})}
+    words = str(cell.get("install_line") or "")
+    return (cell.get("device", "cpu") == "cpu" and "torch" in pins and "torch" not in sources
+            and "--index-url" not in words and " -i " not in words)
+
+
 def standalone_install_line(cell: Mapping[str, Any]) -> str:
     """The cell's pip line (pins and extras, index URLs redacted, sources as placeholders), plus the
-    numpy the scripts use."""
+    numpy the scripts use; a cpu cell's torch comes from PyTorch's CPU wheels (torch_cpu_wheels)."""
     try:
         words = shlex.split(str(cell.get("install_line") or ""))
     except ValueError:
@@ -631,6 +646,8 @@ def standalone_install_line(cell: Mapping[str, Any]) -> str:
     if words[:2] != ["pip", "install"]:
         words = ["pip", "install"] + [f"{k}=={v}" for k, v in (cell.get("pins") or {}).items()]
     out = shown_pip_words(words, cell)
+    if torch_cpu_wheels(cell):  # pip takes torch X+cpu from there (it sorts above PyPI's X), the rest from PyPI
+        out[2:2] = ["--extra-index-url", TORCH_CPU_INDEX]
     if not any(re.match(r"numpy\b", w) for w in out):
         version = (cell.get("versions") or {}).get("numpy")
         out.append(f"numpy=={version}" if version else "numpy")
@@ -794,7 +811,8 @@ def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any
              f"{_comment(str(cell.get('cell', '?')))} ({_comment(str(cell.get('device', 'cpu')))})"]
     if expectation:
         lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
-    lines.append(f"# install: {_comment(standalone_install_line(cell))}")
+    cpu = f" ({TORCH_CPU_NOTE})" if torch_cpu_wheels(cell) else ""
+    lines.append(f"# install: {_comment(standalone_install_line(cell))}{_comment(cpu)}")
     lines += [f"# {_comment(note)}" for note in source_notes(cell)]
     sets = f" (sets {', '.join(_comment(k) for k in env)} itself)" if env else ""
     lines.append(f"# python3 repro.py{sets}: exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here")

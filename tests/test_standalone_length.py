@@ -9,6 +9,7 @@ own code, kept word for word: the bound below is what the exporter reaches, and 
 
 from __future__ import annotations
 
+import functools
 import statistics
 
 from harness.cells.matrix import load_matrix
@@ -27,8 +28,10 @@ BOUND = 230
 FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "shard_map": "jax", "compute_on": "jax"}
 
 
-def _lengths() -> list[tuple[int, str, str]]:
-    """(lines, case, cell) for every exportable case on every default cell of its family."""
+@functools.lru_cache(maxsize=1)
+def exported_scripts() -> tuple[tuple[str, str, str], ...]:
+    """(case, cell, script) for every exportable case on every default-matrix cell of its family
+    (shared with tests/test_standalone_lint.py: exported once per session)."""
     cells = [c.describe() for c in load_matrix(MATRICES_DIR / "default.yaml").cells]
     ranges = default_api_ranges()
     out = []
@@ -41,8 +44,13 @@ def _lengths() -> list[tuple[int, str, str]]:
                 script = export_script(case_id, cell, {"id": "known-issue", "link": "https://example.org/1"}, ranges)
             except NoStandalone:
                 break  # no core: the same on every cell
-            out.append((len(script.splitlines()), case_id, cell["cell"]))
-    return sorted(out)
+            out.append((case_id, cell["cell"], script))
+    return tuple(out)
+
+
+def _lengths() -> list[tuple[int, str, str]]:
+    """(lines, case, cell) for every exportable case on every default cell of its family."""
+    return sorted((len(script.splitlines()), case_id, cell) for case_id, cell, script in exported_scripts())
 
 
 def test_every_exported_script_is_within_the_bound():

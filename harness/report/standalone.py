@@ -59,9 +59,15 @@ class Observe(dict):
 
     def record(self, **facts):
         self.update(facts)
+        for key, value in facts.items():
+            print(f"{key}: {value}")
 
     def close(self, actual, expected, *, rtol, atol, name=""):
-        np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), rtol=rtol, atol=atol, err_msg=name)
+        got, want = to_numpy(actual), to_numpy(expected)
+        if got.shape == want.shape and got.size and got.dtype.kind in "biufc" and want.dtype.kind in "biufc":
+            err = np.max(np.abs(got.astype(complex) - want.astype(complex)))
+            print(f"{name or 'values'}: max abs error {err:.3g} (atol {atol}, rtol {rtol})")
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=name)
 '''
 _BUILTINS = set(dir(builtins))
 
@@ -181,6 +187,10 @@ class _Resolve(ast.NodeTransformer):
         self.shim: dict[str, str] = {}  # name a shim attribute became -> the module defining it
         self.hoisted: set[str] = set()  # `import M` for each require("M") turned into a plain import
         self.no_torch = no_torch  # a cell without torch has no torch tensors: to_numpy's torch branch goes
+        # Names the definition binds itself: a shim attribute with such a name (`pvary = jax_api.pvary()`)
+        # becomes `jax_api_pvary`, never a name the local shadows; renamed: new name -> the shim's name.
+        self.bound: set[str] = set()
+        self.renamed: dict[str, str] = {}
 
     def _const(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -196,8 +206,12 @@ class _Resolve(ast.NodeTransformer):
             base = node.value.id
             if base in self.mod.imports and _is_module(*self.mod.imports[base]):
                 module, attr = self.mod.imports[base]
-                self.shim[node.attr] = f"{module}.{attr}" if attr else module
-                return ast.copy_location(ast.Name(node.attr, node.ctx), node)
+                name = node.attr
+                if name in self.bound:
+                    name = f"{base}_{node.attr}"
+                    self.renamed[name] = node.attr
+                self.shim[name] = f"{module}.{attr}" if attr else module
+                return ast.copy_location(ast.Name(name, node.ctx), node)
             if base == "pytest" and node.attr == "skip":
                 return ast.copy_location(ast.Name("skip", node.ctx), node)
         return node
@@ -263,6 +277,8 @@ class _Resolve(ast.NodeTransformer):
             else:
                 parts.append(v)
         node.values = parts
+        if all(isinstance(v, ast.Constant) for v in parts):  # nothing left to format: a plain string
+            return ast.copy_location(ast.Constant("".join(str(v.value) for v in parts)), node)
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
@@ -351,10 +367,8 @@ class _Resolve(ast.NodeTransformer):
         if isinstance(node.value, (ast.Name, ast.Attribute)) and f"import {ast.unparse(node.value)}" in self.hoisted:
             return None  # `require("flatbuffers")` for its import only: the hoisted import does it
         call = node.value
-        if (self.drop_records and isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "record" and isinstance(call.func.value, ast.Name)
-                and call.func.value.id == "observe"):
-            return None
+        if self.drop_records and _is_record(call):
+            return _record_as_print(node)
         return node
 
 
@@ -440,19 +454,23 @@ class _Collector:
         self.done: set[tuple[str, str]] = set()
         self.imports: dict[str, str] = {}  # local name -> import statement
 
-    def need(self, mod: _Module, name: str) -> None:
-        key = (mod.name, name)
+    def need(self, mod: _Module, name: str, as_name: str | None = None) -> None:
+        """Collect `name` of mod (as `as_name` where a user's local would shadow it) and what it needs."""
+        key = (mod.name, as_name or name)
         if key in self.done:
             return
         self.done.add(key)
         if name in mod.defs:
             node = copy.deepcopy(mod.defs[name])
+            if as_name and isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                node.name = as_name
             if mod.name.endswith(".cores") and name == self.core:
                 resolve = _Resolve(mod, self.presence, _foldable(node, self.args), drop_records=not _reads_observe(node),
                                    installed=self.installed)
             else:
                 resolve = _Resolve(mod, self.presence, installed=self.installed,
                                    no_torch=mod.name == "harness.incell.numerics" and "torch" not in self.installed)
+            resolve.bound = _bound_names(node)
             node = resolve.visit(node)
             ast.fix_missing_locations(node)
             _fix_empty_bodies(node)
@@ -464,11 +482,11 @@ class _Collector:
                 if ref in resolve.shim:
                     shim = _module_for(resolve.shim[ref])
                     assert shim is not None
-                    self.need(shim, ref)
+                    self.need(shim, resolve.renamed.get(ref, ref), as_name=ref if ref in resolve.renamed else None)
                 else:
                     self.need(mod, ref)
-            if not any(d.name == name for d in self.out):
-                self.out.append(_Def(mod.name, name, node, resolve.hoisted))
+            if not any(d.name == (as_name or name) for d in self.out):
+                self.out.append(_Def(mod.name, as_name or name, node, resolve.hoisted))
             return
         if name in mod.imports:
             module, attr = mod.imports[name]
@@ -506,6 +524,13 @@ def _drop_docstrings(tree: ast.AST) -> None:
         if (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and len(body) > 1 and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             del body[0]
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """Names a definition binds inside itself (assignments, parameters, inner definitions)."""
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    out |= {n.arg for n in ast.walk(node) if isinstance(n, ast.arg)}
+    return out | {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n is not node}
 
 
 def _free_names(node: ast.AST) -> set[str]:
@@ -623,7 +648,7 @@ def shown_pip_words(words: list[str], cell: Mapping[str, Any]) -> list[str]:
 
 # PyTorch's CPU-only wheels: torch without the CUDA libraries PyPI's Linux wheel pulls in (GBs).
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_CPU_NOTE = "torch from PyTorch's CPU wheels (the cell runs on CPU; no CUDA libraries to download)"
+TORCH_CPU_NOTE = "torch from PyTorch's CPU wheels: the cell runs on CPU, no CUDA libraries to download"
 
 
 def torch_cpu_wheels(cell: Mapping[str, Any]) -> bool:
@@ -692,14 +717,48 @@ class _Replace(ast.NodeTransformer):
 
 
 class _DropRecords(ast.NodeTransformer):
-    """`observe.record(...)` only records facts for the report: nothing to check standalone."""
+    """`observe.record(...)` records facts for the report: standalone, the script prints them instead
+    (what it found, before the asserts below it), and an assertion inside one still runs."""
 
     def visit_Expr(self, node: ast.Expr) -> Any:
-        call = node.value
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "record"
-                and isinstance(call.func.value, ast.Name) and call.func.value.id == "observe"):
-            return None
-        return node
+        return _record_as_print(node) if _is_record(node.value) else node
+
+
+def _is_record(call: ast.expr) -> bool:
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "record"
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == "observe")
+
+
+def _worth_printing(value: ast.expr) -> bool:
+    """A fact is printed when it checks something (an `assert_...(...)` call: it must run) or is made
+    of what the core computed anyway (names, constants, arithmetic): a fact that needs a helper call of
+    its own (`shard_map_home()`) would pull more code into the script for a number nobody checks;
+    builtins and methods (`float(np.max(...))`) are no such helpers."""
+    called = [c.func.id for c in ast.walk(value) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
+    if any(n.startswith("assert") for n in called):
+        return True
+    return all(n in _BUILTINS for n in called)  # float(np.max(...)), len(x): numpy and builtins only
+
+
+def _record_as_print(node: ast.Expr) -> list[ast.stmt]:
+    """`observe.record(a=X, **{k: Y})` -> `print('a:', X)`, `print(k + ':', Y)`: each fact computed
+    and shown (`assert_within_bound(...)` inside one still asserts), none stored."""
+    call = node.value
+    assert isinstance(call, ast.Call)
+    out: list[ast.stmt] = []
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for kw in call.keywords:
+        if kw.arg is not None:
+            pairs.append((ast.Constant(f"{kw.arg}:"), kw.value))
+        elif isinstance(kw.value, ast.Dict):
+            pairs += [(ast.BinOp(k, ast.Add(), ast.Constant(":")), v) for k, v in zip(kw.value.keys, kw.value.values)
+                      if k is not None]
+        else:  # `**facts` of another shape (a dict built above): shown whole
+            out.append(ast.Expr(ast.Call(ast.Name("print", ast.Load()), [kw.value], [])))
+    for label, value in pairs:
+        if _worth_printing(value):
+            out.append(ast.Expr(ast.Call(ast.Name("print", ast.Load()), [label, value], [])))
+    return [ast.fix_missing_locations(ast.copy_location(st, node)) for st in out]
 
 
 def _bound_by_imports(stmts: list[ast.stmt]) -> dict[str, str]:
@@ -811,7 +870,7 @@ def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any
              f"{_comment(str(cell.get('cell', '?')))} ({_comment(str(cell.get('device', 'cpu')))})"]
     if expectation:
         lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
-    cpu = f" ({TORCH_CPU_NOTE})" if torch_cpu_wheels(cell) else ""
+    cpu = f" - {TORCH_CPU_NOTE}" if torch_cpu_wheels(cell) else ""
     lines.append(f"# install: {_comment(standalone_install_line(cell))}{_comment(cpu)}")
     lines += [f"# {_comment(note)}" for note in source_notes(cell)]
     sets = f" (sets {', '.join(_comment(k) for k in env)} itself)" if env else ""
@@ -876,7 +935,12 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
     lines = _header(case_id, cell, expectation, env) + ([example_note] if example_note else [])
     if env:
         lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
-    lines += sorted(imports, key=lambda s: (s.startswith("from"), s)) + [""]
+    # An import no definition reads is there for importing itself (a `require("flatbuffers")`, torch_xla
+    # registering its device): kept, and marked as meant for the linter (tests/test_standalone_lint.py).
+    bound = _bound_by_imports([ast.parse(stmt).body[0] for stmt in imports])
+    unread = {stmt for name, stmt in bound.items() if name not in used}
+    lines += [stmt + ("  # noqa: F401 (imported for what the import does)" if stmt in unread else "")
+              for stmt in sorted(imports, key=lambda s: (s.startswith("from"), s))] + [""]
     for d in defs:
         is_def = isinstance(d.node, (ast.FunctionDef, ast.ClassDef))
         if is_def and lines[-1] != "":

@@ -1,0 +1,32 @@
+"""The API-space cases (issue 28) see bugs no older case can: each seed is planted in the real
+installed package, caught by a generated space case, and missed by the older cases beside it.
+
+Same machinery as tests/test_seeded_bugs.py (a real cell through the harness runner, a pytest
+plugin from tests/seeds/ that re-introduces the bug); kept apart so the families' space work and
+the older seeds do not collide in one file.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_seeded_bugs import _clean_then_seeded
+
+pytestmark = pytest.mark.e2e
+
+SPACE_UNCHECKED = "suites/shard_map/test_space.py::test_generated_collective_programs_match_the_float64_model[unchecked]"
+SM_TRANSPOSE_PROPERTY = "suites/shard_map/test_properties.py::test_linear_transpose_is_the_adjoint"
+SM_GRAD_PROPERTY = "suites/shard_map/test_properties.py::test_grad_with_a_replicated_weight_matches_numpy[implicit]"
+SM_FANOUT = "suites/shard_map/test_transpose_rules.py::test_fanout_transposes_to_a_sum_over_the_axis"
+
+
+def test_an_all_to_all_transpose_that_reverses_chunks_is_caught_by_the_generated_space_only(tmp_path):
+    """No older case calls all_to_all: the generated space is the only place a collective outside
+    the issues' list is transposed at all."""
+    ids = [SPACE_UNCHECKED, SM_TRANSPOSE_PROPERTY, SM_GRAD_PROPERTY, SM_FANOUT]
+    seeded = _clean_then_seeded(tmp_path, "jax060-cpu", "all_to_all_transpose_reverses_chunks", ids)
+    case = seeded.cases[SPACE_UNCHECKED]
+    assert case.raw == "fail" and "its bound" in (case.message or ""), case
+    assert "all_to_all" in (case.message or ""), "the falsifying program names the collective"
+    for i in (SM_TRANSPOSE_PROPERTY, SM_GRAD_PROPERTY, SM_FANOUT):
+        assert seeded.cases[i].raw == "pass", f"{i} never transposes an all_to_all: blind to the seed"

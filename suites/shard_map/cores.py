@@ -1009,6 +1009,28 @@ def every_collective_is_generated_or_a_hole(observe) -> None:
     assert {"psum", "all_gather", "ppermute", "axis_index"} <= set(shipped), shipped
 
 
+def gather_and_scatter_with_their_defaults_match_the_model(observe) -> None:
+    """all_gather and psum_scatter called bare (the space always passes `tiled`): untiled, on the
+    leading axis. With tiled=True the gathered block would be (16, 3), not (4, 4, 3), and the
+    scattered one (1, 3), not (3,): a flipped default changes the shapes checked here."""
+    need_devices(N_SMALL)
+    for api, fn, relied in (("jax.lax.all_gather", jax.lax.all_gather, {"tiled": False, "axis": 0}),
+                            ("jax.lax.psum_scatter", jax.lax.psum_scatter, {"tiled": False, "scatter_dimension": 0})):
+        check_defaults(observe, api, fn, relied)
+    mesh = jax_api.make_mesh_nd((N_SMALL,), ("x",))
+    x_host = np.arange(N_SMALL * N_SMALL * 3, dtype=np.float32).reshape(N_SMALL * N_SMALL, 3)
+    blocks = x_host.reshape(N_SMALL, N_SMALL, 3)  # device i's block is blocks[i]
+
+    def body(x):
+        return jax.lax.all_gather(x, "x"), jax.lax.psum_scatter(x, "x")
+
+    g = jax_api.shard_map(body, mesh=mesh, in_specs=(P("x"),), out_specs=(P("x"), P("x")), check=True)
+    gathered, scattered = jax.jit(g)(x_host)
+    # every device holds the stack of all blocks; out_specs P("x") lays the N copies end to end
+    observe.close(gathered, np.concatenate([blocks] * N_SMALL), rtol=0, atol=0, name="all_gather")  # moves data only
+    # device i keeps row i of the sum of the blocks (small integers: exact)
+    observe.close(scattered, blocks.sum(axis=0).reshape(-1), rtol=0, atol=0, name="psum_scatter")
+
 # the space property's pinned example (its @example): a 3-D mesh, every kind of spec entry
 SPACE_EXAMPLE = {"mesh_index": 5, "in_axes": (("x", "z"), ()), "block": (2, 2),
                  "steps": (("unary", (), "sin"), ("psum_scatter", ("y",), 1), ("all_gather", ("x",), (0, True))),
@@ -1040,4 +1062,6 @@ CORES = {
     "test_space.py::test_every_collective_jax_ships_is_generated_or_a_named_hole": every_collective_is_generated_or_a_hole,
     "test_space.py::test_pbroadcast_is_refused_on_cpu_by_message": pbroadcast_refused_on_cpu,
     "test_space.py::test_pvary_with_the_check_off_transposes_once": pvary_unchecked_transposes_once,
+    "test_defaults.py::test_all_gather_and_psum_scatter_with_their_defaults_match_the_model":
+        gather_and_scatter_with_their_defaults_match_the_model,
 }

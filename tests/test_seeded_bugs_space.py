@@ -30,3 +30,22 @@ def test_an_all_to_all_transpose_that_reverses_chunks_is_caught_by_the_generated
     assert "all_to_all" in (case.message or ""), "the falsifying program names the collective"
     for i in (SM_TRANSPOSE_PROPERTY, SM_GRAD_PROPERTY, SM_FANOUT):
         assert seeded.cases[i].raw == "pass", f"{i} never transposes an all_to_all: blind to the seed"
+
+
+CO_SPACE = "suites/compute_on/test_space.py::test_generated_placed_programs_agree_eager_jit_aot"
+CO_TYPES = "suites/compute_on/test_space.py::test_every_listed_compute_type_is_accepted_and_its_neighbours_refused"
+CO_HOST_PROPERTY = "suites/compute_on/test_properties.py::test_host_program_eager_equals_aot_and_keeps_the_host_placement[jit_outside_compute_on]"
+CO_EAGER_AOT = "suites/compute_on/test_eager_vs_aot.py::test_eager_vs_aot[jit_outside_compute_on]"
+CO_GRAD = "suites/compute_on/test_upstream_parity.py::test_grad_through_a_host_function_keeps_both_host_calls[plain]"
+
+
+def test_a_device_region_lowered_as_host_is_caught_by_the_compute_type_space_only(tmp_path):
+    """Every older case places code with device_host (or a stream): only the space, which draws
+    every compute type jax lists, lowers a `device` region at all."""
+    ids = [CO_SPACE, CO_TYPES, CO_HOST_PROPERTY, CO_EAGER_AOT, CO_GRAD]
+    seeded = _clean_then_seeded(tmp_path, "jax0102-cpu", "device_compute_type_lowered_as_host", ids)
+    for i in (CO_SPACE, CO_TYPES):
+        case = seeded.cases[i]
+        assert case.raw == "fail" and "_xla_compute_type" in (case.message or "") and "dense" in case.message, case
+    for i in (CO_HOST_PROPERTY, CO_EAGER_AOT, CO_GRAD):
+        assert seeded.cases[i].raw == "pass", f"{i} places with device_host only: blind to the seed"

@@ -49,3 +49,19 @@ def test_a_device_region_lowered_as_host_is_caught_by_the_compute_type_space_onl
         assert case.raw == "fail" and "_xla_compute_type" in (case.message or "") and "dense" in case.message, case
     for i in (CO_HOST_PROPERTY, CO_EAGER_AOT, CO_GRAD):
         assert seeded.cases[i].raw == "pass", f"{i} places with device_host only: blind to the seed"
+
+
+CJ_SPACE = "suites/call_jax/test_space.py::test_generated_calls_match_jax_and_leave_inputs_alone[xla]"
+CJ_STRUCTURE = "suites/call_jax/test_structure.py::test_generated_output_trees_come_back_as_jax_returns_them"
+CJ_PYTREES = "suites/call_jax/test_properties.py::test_generated_pytrees_match_jax"
+CJ_OUTPUT_PYTREE = "suites/call_jax/test_upstream_parity.py::test_output_pytree_comes_back_complete[tuple]"
+
+
+def test_an_output_aliasing_its_input_is_caught_by_the_in_place_write_of_the_space_only(tmp_path):
+    """The values are right: only writing an output in place and reading the input back sees it."""
+    ids = [CJ_SPACE, CJ_STRUCTURE, CJ_PYTREES, CJ_OUTPUT_PYTREE]
+    seeded = _clean_then_seeded(tmp_path, "xla29-cpu", "call_jax_returns_inputs_for_unchanged_outputs", ids)
+    case = seeded.cases[CJ_SPACE]
+    assert case.raw == "fail" and "share memory" in (case.message or ""), case
+    for i in (CJ_STRUCTURE, CJ_PYTREES, CJ_OUTPUT_PYTREE):
+        assert seeded.cases[i].raw == "pass", f"{i} compares values only: blind to the seed"

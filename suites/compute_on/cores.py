@@ -737,6 +737,19 @@ def device_put_to_memory_kind(kind: str, observe) -> None:
     observe.close(back, MEMORY_X, rtol=0, atol=0, name="back")
 
 
+def device_put_with_its_defaults(observe) -> None:
+    """device_put called bare (every memory case passes a sharding): device=None leaves the array
+    uncommitted in the default memory kind, donate=False leaves the source readable."""
+    check_defaults(observe, "jax.device_put", jax.device_put, {"device": None, "donate": False})
+    src = jnp.asarray(MEMORY_X)
+    y = jax.device_put(src)
+    observe.record(committed=y.committed, memory_kind=y.sharding.memory_kind)
+    assert not y.committed, "device_put with no device committed the array to a device"
+    assert y.sharding.memory_kind == jax.devices()[0].default_memory().kind, y.sharding.memory_kind
+    observe.close(y, MEMORY_X, rtol=0, atol=0, name="put")  # a copy: bit for bit
+    observe.close(src, MEMORY_X, rtol=0, atol=0, name="source")  # not donated: still there
+
+
 def jit_between_memory_kinds(in_kind: str, out_kind: str, observe) -> None:
     """jit with in_shardings / out_shardings in the given kinds: the result is in out_kind with
     f's exact values, and the lowered @main says out_kind for it where it is not the default."""
@@ -780,6 +793,8 @@ CORES = {
         compute_types_accepted_and_refused,
     "test_space.py::test_a_stream_that_is_not_a_number_is_refused": stream_number_required,
     "test_space.py::test_device_put_to_each_memory_kind": device_put_to_memory_kind,
+    "test_space.py::test_device_put_with_its_defaults_leaves_the_array_uncommitted_and_the_source_alive":
+        device_put_with_its_defaults,
     "test_space.py::test_every_memory_kind_the_device_has_is_generated": memory_kinds_are_listed,
     "test_space.py::test_jit_between_memory_kinds": jit_between_memory_kinds,
 }

@@ -72,6 +72,10 @@ def test_device_put_to_each_memory_kind(kind, observe):
     cores.device_put_to_memory_kind(kind, observe)
 
 
+def test_device_put_with_its_defaults_leaves_the_array_uncommitted_and_the_source_alive(observe):
+    cores.device_put_with_its_defaults(observe)
+
+
 @pytest.mark.parametrize("in_kind,out_kind", KIND_PAIRS)
 def test_jit_between_memory_kinds(in_kind, out_kind, observe):
     cores.jit_between_memory_kinds(in_kind, out_kind, observe)

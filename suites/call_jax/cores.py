@@ -19,7 +19,7 @@ import pytest
 from harness.incell.compat import api_absent, require, torch_api
 from harness.incell.defaults import check_defaults
 from harness.incell.ir import called_computation_parameter_counts, count_entry_parameters
-from harness.incell.numerics import to_numpy
+from harness.incell.numerics import assert_within_bound, gamma, to_numpy
 
 
 def xla_inputs(*shapes, seed: int = 0):
@@ -862,6 +862,178 @@ SEQUENCE_EXAMPLE = {"calls": [([("tensor", (3,), "float32"), 2], {"b": ("np", "f
                               ([("tensor", (3,), "float32"), 3], {"b": ("np", "float32")})]}
 
 
+# --- test_space.py: call_jax over input kinds, output kinds, both dispatch paths ---
+#
+# An input is (dtype, shape kind, layout, passed as): every dtype torch and jax share that call_jax
+# is documented for, 0-d / one element / empty / a 2-D shape, contiguous / transposed / strided /
+# starting inside its storage, positional or keyword. An output is (kind, input index): the input
+# returned unchanged, returned twice, a constant, a 0-d reduction, an elementwise op. The
+# reference is jax.jit of the same function on the same values as NumPy arrays.
+
+SPACE_DTYPES = ("float32", "float16", "bfloat16", "int8", "int32", "bool", "complex64")
+SHAPE_KINDS = {"scalar": (), "one": (1,), "empty": (0, 3), "matrix": (3, 4)}
+LAYOUTS = ("contiguous", "transposed", "strided", "offset")
+OUTPUT_KINDS = ("same", "twice", "constant", "reduced", "elementwise")
+PATHS = ("xla", "torchax")
+
+
+def _space_base(dtype: str, shape_kind: str, layout: str, seed: int):
+    """The CPU tensor a view of this kind is taken from (larger where the layout is a view)."""
+    torch = require("torch")
+    shape = SHAPE_KINDS[shape_kind]
+    if layout == "transposed" and len(shape) == 2:
+        base_shape = shape[::-1]
+    elif layout == "strided" and shape:
+        base_shape = (shape[0] * 2,) + shape[1:]
+    elif layout == "offset":
+        base_shape = (int(np.prod(shape)) + 3,)
+    else:
+        base_shape = shape
+    rng = np.random.RandomState(seed)
+    values = rng.uniform(-4, 4, size=base_shape)
+    if dtype == "complex64":
+        values = values + 1j * rng.uniform(-4, 4, size=base_shape)
+    if dtype == "bool":
+        values = values > 0
+    elif dtype in ("int8", "int32"):
+        values = np.round(values * 10)
+    if dtype == "bfloat16":
+        return torch.from_numpy(np.asarray(values, np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(np.asarray(values).astype(dtype))
+
+
+def _space_view(base, shape_kind: str, layout: str):
+    """The input itself: the base, or a transposed / strided / offset view of it (same ops on
+    the CPU tensor and on the device tensor)."""
+    shape = SHAPE_KINDS[shape_kind]
+    if layout == "transposed" and len(shape) == 2:
+        return base.t()
+    if layout == "strided" and shape:
+        return base[::2]
+    if layout == "offset":
+        return base[3:].reshape(shape)
+    return base
+
+
+def _as_numpy(t) -> np.ndarray:
+    """A CPU torch tensor's values as NumPy (bfloat16 as jax's own bfloat16 dtype)."""
+    torch = require("torch")
+    if t.dtype == torch.bfloat16:
+        return np.asarray(jnp.asarray(t.float().numpy(), jnp.bfloat16))
+    return t.detach().clone().resolve_conj().numpy()
+
+
+def _space_fn(outputs, names):
+    """The JAX function: positional inputs first, then the keyword ones (`names`)."""
+
+    def out_of(kind, v):
+        if kind == "same":
+            return v
+        if kind == "twice":
+            return (v, v)
+        if kind == "constant":
+            return jnp.arange(3, dtype=jnp.float32)
+        if kind == "reduced":
+            return jnp.sum(jnp.real(v).astype(jnp.float32))  # 0-d
+        if v.dtype == jnp.bool_:
+            return jnp.logical_not(v)
+        return v * 2 + 1 if not jnp.issubdtype(v.dtype, jnp.complexfloating) else v * (1 + 1j)
+
+    def fn(*args, **kwargs):
+        values = list(args) + [kwargs[n] for n in names]
+        return [out_of(kind, values[i]) for kind, i in outputs]
+
+    return fn
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The bytes of an array's values (bit-for-bit comparison, NaN and -0.0 included; 0-d too)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
+def _space_leaves(tree) -> list:
+    out = []
+    for x in (tree if isinstance(tree, (list, tuple)) else [tree]):
+        out += _space_leaves(x) if isinstance(x, (list, tuple)) else [x]
+    return out
+
+
+def _to_cpu(path: str, t, env):
+    if path == "torchax":
+        return torch_api.j2t(env, t.jax() if hasattr(t, "jax") else t._elem)
+    return t.cpu()
+
+
+def generated_call(path: str, inputs, outputs, seed: int, observe) -> None:
+    """call_jax on generated inputs and outputs: results equal jax.jit's (dtype, shape, bits), the
+    inputs' values unchanged, and an output written in place leaves every input alone."""
+    torch = require("torch")
+    call_jax = torch_api.call_jax()
+    if path == "torchax":
+        torch_api.call_jax_torchax_path()
+    env = torch_api.torchax_entry("default_env")() if path == "torchax" else None
+    bases = [_space_base(d, s, lay, seed + k) for k, (d, s, lay, _how) in enumerate(inputs)]
+    cpu = [_space_view(b, s, lay) for b, (_d, s, lay, _how) in zip(bases, inputs)]
+    before = [_as_numpy(t) for t in cpu]
+    if path == "torchax":
+        moved = [env.to_xla(t) for t in cpu]
+    else:
+        # the view is taken on the device too: call_jax gets an XLA view, not a contiguous copy
+        on_dev = [b.to(torch_api.device()) for b in bases]
+        torch_api.sync()
+        moved = [_space_view(b, s, lay) for b, (_d, s, lay, _how) in zip(on_dev, inputs)]
+    names = [f"k{k}" for k, spec in enumerate(inputs) if spec[3] == "kwarg"]
+    positional = [m for m, spec in zip(moved, inputs) if spec[3] == "positional"]
+    keyword = {f"k{k}": m for k, (m, spec) in enumerate(zip(moved, inputs)) if spec[3] == "kwarg"}
+    order = [k for k, spec in enumerate(inputs) if spec[3] == "positional"] + \
+            [k for k, spec in enumerate(inputs) if spec[3] == "kwarg"]
+    fn = _space_fn([(kind, order.index(i)) for kind, i in outputs], names)
+    want = jax.jit(fn)(*[before[k] for k in order if inputs[k][3] == "positional"],
+                       **{f"k{k}": before[k] for k in order if inputs[k][3] == "kwarg"})
+    n_before = torch_api.cache_entries() if path == "xla" else None
+    got = call_jax(fn, tuple(positional), keyword)
+    got_leaves, want_leaves = _space_leaves(got), _space_leaves(want)
+    observe.record(inputs=[list(s) for s in inputs], outputs=[list(o) for o in outputs], path=path)
+    assert len(got_leaves) == len(want_leaves), f"{len(got_leaves)} outputs, jax returns {len(want_leaves)}"
+    leaf_sources = [(kind, i) for kind, i in outputs for _ in range(2 if kind == "twice" else 1)]
+    for k, (g, w, (kind, source)) in enumerate(zip(got_leaves, want_leaves, leaf_sources)):
+        g_np = _as_numpy(_to_cpu(path, g, env))
+        w_np = np.asarray(w)
+        assert g_np.dtype == w_np.dtype and g_np.shape == w_np.shape, \
+            f"output {k}: {g_np.dtype}{list(g_np.shape)}, jax gives {w_np.dtype}{list(w_np.shape)}"
+        if kind == "reduced":
+            # a float32 sum of n terms in whatever order each program's layout gives: within
+            # gamma_n of sum |terms| of jax's (Higham 3.1), the two orders each that far from exact
+            terms = before[source]
+            bound = 2 * gamma(max(terms.size, 1), "float32") * float(np.sum(np.abs(np.real(terms).astype(np.float64))))
+            observe.record(**{f"reduced_{k}": assert_within_bound(g_np, w_np, bound, why="float32 sum in another order")})
+        else:  # data movement, a constant, or one correctly rounded op: bit for bit
+            assert np.array_equal(_bits(g_np), _bits(w_np)), f"output {k}: {g_np} != jax's {w_np}"
+    # inputs untouched by the call
+    for k, m in enumerate(moved):
+        assert np.array_equal(_bits(_as_numpy(_to_cpu(path, m, env))), _bits(before[k])), f"input {k} changed by the call"
+    if path == "xla":
+        # the same call again adds no cache entry (counters where this torch_xla has one)
+        if n_before is not None:
+            n_after = torch_api.cache_entries()
+            call_jax(fn, tuple(positional), keyword)
+            observe.record(cache_added=[n_after - n_before, torch_api.cache_entries() - n_after])
+            assert torch_api.cache_entries() == n_after, "the same call traced again"
+        # JAX never aliases an output to an input without donation: writing each output in place
+        # must leave every input as it was
+        for g in got_leaves:
+            if g.numel():
+                g.zero_()
+        torch_api.sync()
+        for k, m in enumerate(moved):
+            assert np.array_equal(_bits(_as_numpy(m.cpu())), _bits(before[k])), \
+                f"input {k} changed when an output was written: they share memory"
+
+
+SPACE_CALL_EXAMPLE = {"inputs": (("bfloat16", "matrix", "transposed", "kwarg"), ("int8", "scalar", "contiguous", "positional")),
+                      "outputs": (("same", 0), ("reduced", 1), ("constant", 0)), "seed": 3}
+
+
 CORES = {
     "test_unused_args.py::test_unused_arguments": unused_arguments,
     "test_unused_args.py::test_call_jax_grad": call_jax_grad,
@@ -895,4 +1067,5 @@ CORES = {
     "test_properties.py::test_generated_pytrees_match_jax": (generated_pytree, PYTREE_EXAMPLE),
     "test_properties.py::test_generated_call_sequences_keep_cache_and_results_right":
         (generated_call_sequence, SEQUENCE_EXAMPLE),
+    "test_space.py::test_generated_calls_match_jax_and_leave_inputs_alone": (generated_call, SPACE_CALL_EXAMPLE),
 }

@@ -23,7 +23,7 @@ from harness.incell.defaults import check_defaults
 from harness.incell.ir import (frontend_attribute_values, has_frontend_attribute, lines_mentioning,
                                main_signature_attribute, stablehlo_ops_with_attribute)
 
-from harness.incell.numerics import OP_ULPS, assert_within_bound, ulp
+from harness.incell.numerics import OP_ULPS, assert_within_bound, gamma, ulp
 
 HOST_KEY = "_xla_compute_type"
 X = np.arange(8, dtype=np.float32) / 3.0
@@ -462,6 +462,308 @@ HOST_PROGRAM_EXAMPLE = {"ops": ("sum_last", "square"), "shape": (3, 4), "dtype":
 HOST_PROGRAM_2D_EXAMPLE = {"ops": ("mul",), "shape": (61, 163), "dtype": "float32", "context": "bare", "seed": 2}
 
 
+# --- test_space.py: the compute_on API as a space (compute types, host code forms, nestings, modes) ---
+#
+# The compute types come from jax itself: the ones its refusal of an unknown type lists
+# (`accepted_compute_types`), `#` standing for a stream number. A program is one host-code form
+# (plain, cond, switch, scan, while_loop, fori_loop, vmap, custom_jvp, custom_vjp, remat, grad)
+# placed with one compute type in one nesting, followed by the caller's device epilogue; its float64
+# NumPy value is written out per form.
+
+STREAM_KEY_ = "_xla_stream_annotation"
+UNKNOWN_COMPUTE_TYPE = "no_such_compute_type"
+# the attribute each compute type lowers to: (key, accepted values). tpu_sparsecore's value is XLA's
+# own name for the SparseCore, renamed from "sparse" (0.4.38 - 0.9) to "sparseoffload" (0.10): both
+# place the region on the SparseCore, so both are right; the value seen is recorded.
+COMPUTE_TYPE_ATTRIBUTES = {"device_host": (HOST_KEY, ("host",)), "device": (HOST_KEY, ("dense",)),
+                           "tpu_sparsecore": (HOST_KEY, ("sparse", "sparseoffload"))}
+
+
+def accepted_compute_types() -> tuple[list[str], str]:
+    """(the compute types jax lists as supported, its refusal message) read from the refusal itself."""
+    co = jax_api.compute_on()
+    with pytest.raises(ValueError, match="Invalid compute type") as info:
+        jax.jit(co(UNKNOWN_COMPUTE_TYPE)(jnp.sin)).lower(jnp.zeros(2, jnp.float32))
+    message = str(info.value)
+    listed = re.findall(r"`([^`]+)`", message.split("supported values are", 1)[-1])
+    assert listed, f"the refusal lists no supported values: {message}"
+    return listed, message
+
+
+def compute_type_attribute(compute_type: str) -> tuple[str, tuple[str, ...]]:
+    """The frontend attribute a compute type lowers to: (key, accepted values)."""
+    if compute_type.startswith("gpu_stream:"):
+        return STREAM_KEY_, (compute_type.split(":", 1)[1],)
+    return COMPUTE_TYPE_ATTRIBUTES[compute_type]
+
+
+def _sin_with_rule(kind: str):
+    """sin with a hand-written derivative rule (custom_jvp or custom_vjp): the rule gives cos."""
+    if kind == "custom_jvp":
+        f = jax.custom_jvp(jnp.sin)
+        f.defjvp(lambda primals, tangents: (jnp.sin(primals[0]), jnp.cos(primals[0]) * tangents[0]))
+        return f
+    f = jax.custom_vjp(jnp.sin)
+    f.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (jnp.cos(x) * g,))  # the residual is x
+    return f
+
+
+def _value_and_own_grad(f):
+    return lambda v: jnp.concatenate([f(v), jax.grad(lambda w: jnp.sum(f(w)))(v)])
+
+
+def host_form(form: str, branch: int):
+    """The host code of one form, as jax (x is 1-D of even length)."""
+    if form == "plain":
+        return lambda v: jnp.sin(v) * 2.0
+    if form == "cond":
+        return lambda v: jax.lax.cond(jnp.sum(v) > 0, jnp.sin, jnp.cos, v)
+    if form == "switch":
+        return lambda v: jax.lax.switch(branch, [jnp.sin, jnp.cos, lambda w: w * w], v)
+    if form == "scan":
+        return lambda v: jax.lax.scan(lambda c, e: (c + jnp.sin(e), c + jnp.sin(e)), jnp.float32(0), v)[1]
+    if form == "while_loop":
+        return lambda v: jax.lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, jnp.sin(s[1]) + 0.5), (0, v))[1]
+    if form == "fori_loop":
+        return lambda v: jax.lax.fori_loop(0, 3, lambda i, w: w * 0.5 + jnp.cos(w), v)
+    if form == "vmap":
+        return lambda v: jax.vmap(lambda r: jnp.sin(r) * jnp.sum(r))(v.reshape(-1, 2)).reshape(-1)
+    if form in ("custom_jvp", "custom_vjp"):
+        return _value_and_own_grad(_sin_with_rule(form))
+    if form == "remat":
+        return _value_and_own_grad(jax.checkpoint(lambda w: jnp.sin(jnp.sin(w))))
+    if form == "grad":
+        return jax.grad(lambda w: jnp.sum(jnp.sin(w) ** 2))
+    raise AssertionError(f"no host form {form!r}")
+
+
+def host_form_reference(form: str, branch: int, x: np.ndarray) -> np.ndarray:
+    """The same in float64 NumPy, then the caller's epilogue (maximum(y, 0) * 2 + 1)."""
+    v = x.astype(np.float64)
+    if form == "plain":
+        y = np.sin(v) * 2.0
+    elif form == "cond":
+        y = np.sin(v) if v.sum() > 0 else np.cos(v)
+    elif form == "switch":
+        y = [np.sin, np.cos, lambda w: w * w][branch](v)
+    elif form == "scan":
+        y = np.cumsum(np.sin(v))
+    elif form == "while_loop":
+        y = v
+        for _ in range(3):
+            y = np.sin(y) + 0.5
+    elif form == "fori_loop":
+        y = v
+        for _ in range(3):
+            y = y * 0.5 + np.cos(y)
+    elif form == "vmap":
+        pairs = v.reshape(-1, 2)
+        y = (np.sin(pairs) * pairs.sum(axis=1, keepdims=True)).reshape(-1)
+    elif form in ("custom_jvp", "custom_vjp"):
+        y = np.concatenate([np.sin(v), np.cos(v)])
+    elif form == "remat":
+        y = np.concatenate([np.sin(np.sin(v)), np.cos(np.sin(v)) * np.cos(v)])
+    elif form == "grad":
+        y = 2 * np.sin(v) * np.cos(v)
+    else:
+        raise AssertionError(f"no host form {form!r}")
+    return np.maximum(y, 0) * 2 + 1
+
+
+HOST_FORMS = ("plain", "cond", "switch", "scan", "while_loop", "fori_loop", "vmap", "custom_jvp", "custom_vjp",
+              "remat", "grad")
+NESTINGS = ("jit_outside", "compute_on_outside", "same_type_nested", "under_outer_jit")
+# Roundings per form, in float32 at values within [-8, 8] (|x| <= 2, sums of <= 8 sines): sin/cos
+# count 2 (within 1 ulp = 2u, OP_ULPS), a multiply or add 1; scan sums up to 8 terms (gamma_8);
+# while/fori run 3 rounds of 2 ops; the grad forms add the derivative's ops; the epilogue's * 2 + 1
+# adds 2. Errors do not grow through these ops by more than 2x (|d sin|, |d cos| <= 1; w * w at
+# |w| <= 1 doubles), so gamma_(2k) of the largest |value| bounds each element (normwise).
+FORM_ROUNDINGS = {"plain": 3, "cond": 2, "switch": 2, "scan": 18, "while_loop": 9, "fori_loop": 12, "vmap": 5,
+                  "custom_jvp": 2, "custom_vjp": 2, "remat": 6, "grad": 6}
+
+
+def placed_program(compute_type: str, form: str, nesting: str, branch: int):
+    """epilogue(host code placed with compute_type) in one nesting of compute_on and jit."""
+    co = jax_api.compute_on()
+    region = host_form(form, branch)
+    if nesting == "jit_outside":
+        placed = jax.jit(co(compute_type)(region))
+    elif nesting == "compute_on_outside":
+        placed = co(compute_type)(jax.jit(region))
+    elif nesting == "same_type_nested":
+        placed = co(compute_type)(lambda v: co(compute_type)(region)(v))
+    else:  # under_outer_jit: the placed region is traced inside the caller's jit, device code before it
+        placed = co(compute_type)(region)
+        return jax.jit(lambda v: epilogue_plus_one(placed(v * 1.0 + 0.0)))
+    return lambda v: epilogue_plus_one(placed(v))
+
+
+def epilogue_plus_one(y):
+    """The caller's device code after the region (no multiply first: see `epilogue`)."""
+    return jnp.maximum(y, 0) * 2 + 1
+
+
+def space_input(n: int, seed: int) -> np.ndarray:
+    return np.random.RandomState(seed).uniform(-2.0, 2.0, size=n).astype(np.float32)
+
+
+def _placement(text: str, compute_type: str, where: str, observe) -> None:
+    """The region's ops carry the compute type's attribute, and the caller's maximum does not."""
+    key, values = compute_type_attribute(compute_type)
+    seen = sorted(set(frontend_attribute_values(text, key)))
+    observe.record(**{f"{where}_attribute": seen})
+    assert seen and set(seen) <= set(values), f"{where}: {key} values {seen}, expected one of {list(values)} ({compute_type})"
+    misplaced = [op for op, value in stablehlo_ops_with_attribute(text, key) if op == "maximum" and value is not None]
+    assert not misplaced, f"{where}: the caller's maximum carries {key}: {misplaced}"
+
+
+def placed_program_eager_jit_aot(compute_type: str, form: str, nesting: str, n: int, branch: int, seed: int,
+                                 observe) -> None:
+    """Eager vs float64 NumPy; jit and AOT (lower, compile, call) equal to eager bit for bit; the
+    compute type's attribute in the lowered and the compiled module, off the caller's ops."""
+    f = placed_program(compute_type, form, nesting, branch)
+    x_host = space_input(n, seed)
+    x = jnp.asarray(x_host)
+    ref = host_form_reference(form, branch, x_host)
+    bound = gamma(2 * (FORM_ROUNDINGS[form] + 2), "float32") * max(1.0, float(np.abs(ref).max()))
+    eager = f(x)
+    observe.record(program={"compute_type": compute_type, "form": form, "nesting": nesting, "n": n},
+                   eager=assert_within_bound(eager, ref, bound, why=f"{form}: normwise gamma bound (FORM_ROUNDINGS)"))
+    jitted = jax.jit(f)(x)
+    lowered = jax.jit(f).lower(x)
+    lowered_text = lowered.as_text()
+    compiled = lowered.compile()
+    aot = compiled(x)
+    _placement(lowered_text, compute_type, "lowered", observe)
+    _placement(compiled.as_text(), compute_type, "compiled", observe)
+    observe.close(jitted, eager, rtol=0, atol=0, name="jit_vs_eager")  # one program, one backend: bit for bit
+    observe.close(aot, eager, rtol=0, atol=0, name="aot_vs_eager")
+
+
+def placed_program_exported(how: str, compute_type: str, form: str, nesting: str, n: int, branch: int, seed: int,
+                            observe) -> None:
+    """jax.export of the placed program (and its serialize/deserialize round trip): the call equals
+    jit bit for bit and the exported module keeps the compute type's attribute off the caller's ops."""
+    export = jax_api.export_module()
+    if how == "serialized":
+        require("flatbuffers")  # jax's serializer needs it and jax leaves it optional
+    f = placed_program(compute_type, form, nesting, branch)
+    x = jnp.asarray(space_input(n, seed))
+    exp = export.export(jax.jit(f))(x)
+    if how == "serialized":
+        exp = export.deserialize(exp.serialize())
+    observe.record(program={"compute_type": compute_type, "form": form, "nesting": nesting, "n": n}, how=how)
+    _placement(exp.mlir_module(), compute_type, "exported", observe)
+    observe.close(exp.call(x), jax.jit(f)(x), rtol=0, atol=0, name="export_vs_jit")  # the same module compiled: bit for bit
+
+
+def compute_types_accepted_and_refused(observe) -> None:
+    """Every compute type jax lists is accepted and lowers to its attribute; names beside them
+    (case, spelling, empty) are refused with the listing message."""
+    listed, message = accepted_compute_types()
+    observe.record(listed=listed, refusal=message[:300])
+    co = jax_api.compute_on()
+    x = jnp.asarray(STREAM_X)
+    accepted = []
+    for entry in listed:
+        for compute_type in ([entry.replace("#", "0"), entry.replace("#", "3")] if "#" in entry else [entry]):
+            text = jax.jit(co(compute_type)(lambda v: jnp.sin(v) * 2.0)).lower(x).as_text()
+            key, values = compute_type_attribute(compute_type)
+            assert set(frontend_attribute_values(text, key)) & set(values), f"{compute_type}: no {key} in {values}"
+            accepted.append(compute_type)
+    observe.record(accepted=accepted)
+    near = ["host", "DEVICE_HOST", "", "device-host", "gpu_stream", "tpu"] + [e.upper() for e in listed]
+    for name in near:
+        with pytest.raises(ValueError) as info:
+            jax.jit(co(name)(jnp.sin)).lower(x)
+        assert "Invalid compute type" in str(info.value) and all(f"`{e}`" in str(info.value) for e in listed), \
+            f"{name!r} refused with another message: {info.value}"
+
+
+def stream_number_required(observe) -> None:
+    """jax lists the stream form as `gpu_stream:#`: a stream that is not a number must be refused
+    (XLA parses the annotation as an integer stream id)."""
+    listed, _ = accepted_compute_types()
+    if "gpu_stream:#" not in listed:
+        jax_api.api_absent(jax_api.COMPUTE_ON_STREAM, f"jax {jax.__version__}")
+    co = jax_api.compute_on()
+    try:
+        text = jax.jit(co("gpu_stream:x")(jnp.sin)).lower(jnp.asarray(STREAM_X)).as_text()
+    except ValueError as exc:
+        observe.record(refusal=str(exc)[:200])
+        return
+    raise AssertionError(f"gpu_stream:x accepted: lowered with {STREAM_KEY_} = "
+                         f"{frontend_attribute_values(text, STREAM_KEY_)[:1]}")
+
+
+SPACE_EXAMPLE = {"compute_type": "device_host", "form": "scan", "nesting": "under_outer_jit", "n": 6, "branch": 0,
+                 "seed": 4}
+
+
+# --- test_space.py: memory kinds, read from the device itself ---
+
+MEMORY_X = np.arange(16, dtype=np.float32) / 4.0  # quarters: x * 2 + 1 is exact in float32
+
+
+def device_memory_kinds() -> list[str]:
+    """The memory kinds jax's first device exposes (collected per cell: the ids are these)."""
+    return sorted(m.kind for m in jax.devices()[0].addressable_memories())
+
+
+def _kind_sharding(kind: str):
+    if kind not in device_memory_kinds():
+        pytest.skip(f"the device has no {kind} memory (it has {device_memory_kinds()})")
+    return jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
+
+
+MEMORY_KINDS = ["device", "pinned_host", "unpinned_host"]  # the memory cases' parameters (test_space.KINDS)
+
+
+def memory_kinds_are_listed(observe) -> None:
+    """Every memory kind the device exposes is one the memory cases are parametrized over."""
+    listed = MEMORY_KINDS
+    kinds = device_memory_kinds()
+    observe.record(kinds=kinds, default=jax.devices()[0].default_memory().kind)
+    assert set(kinds) <= set(listed), f"memory kinds not generated: {sorted(set(kinds) - set(listed))}"
+
+
+def device_put_to_memory_kind(kind: str, observe) -> None:
+    """device_put to the kind lands there with the same values, and comes back unchanged."""
+    y = jax.device_put(jnp.asarray(MEMORY_X), _kind_sharding(kind))
+    observe.record(memory_kind=y.sharding.memory_kind, default=jax.devices()[0].default_memory().kind)
+    assert y.sharding.memory_kind == kind, f"device_put to {kind} gave {y.sharding.memory_kind}"
+    observe.close(y, MEMORY_X, rtol=0, atol=0, name="placed")  # a copy: bit for bit
+    back = jax.device_put(y, _kind_sharding(jax.devices()[0].default_memory().kind))
+    observe.close(back, MEMORY_X, rtol=0, atol=0, name="back")
+
+
+def device_put_with_its_defaults(observe) -> None:
+    """device_put called bare (every memory case passes a sharding): device=None leaves the array
+    uncommitted in the default memory kind, donate=False leaves the source readable."""
+    check_defaults(observe, "jax.device_put", jax.device_put, {"device": None, "donate": False})
+    src = jnp.asarray(MEMORY_X)
+    y = jax.device_put(src)
+    observe.record(committed=y.committed, memory_kind=y.sharding.memory_kind)
+    assert not y.committed, "device_put with no device committed the array to a device"
+    assert y.sharding.memory_kind == jax.devices()[0].default_memory().kind, y.sharding.memory_kind
+    observe.close(y, MEMORY_X, rtol=0, atol=0, name="put")  # a copy: bit for bit
+    observe.close(src, MEMORY_X, rtol=0, atol=0, name="source")  # not donated: still there
+
+
+def jit_between_memory_kinds(in_kind: str, out_kind: str, observe) -> None:
+    """jit with in_shardings / out_shardings in the given kinds: the result is in out_kind with
+    f's exact values, and the lowered @main says out_kind for it where it is not the default."""
+    f = jax.jit(lambda v: v * 2.0 + 1.0, in_shardings=_kind_sharding(in_kind), out_shardings=_kind_sharding(out_kind))
+    x = jax.device_put(jnp.asarray(MEMORY_X), _kind_sharding(in_kind))
+    text = f.lower(x).as_text()
+    _args, results = main_signature_attribute(text, "mhlo.memory_kind")
+    observe.record(lowered_result_kinds=results)
+    y = f(x)
+    observe.record(memory_kind=y.sharding.memory_kind)
+    observe.close(y, MEMORY_X * 2.0 + 1.0, rtol=0, atol=0, name="value")  # quarters doubled plus one: exact
+    assert y.sharding.memory_kind == out_kind, f"jit out_shardings={out_kind} gave {y.sharding.memory_kind}"
+
+
 CORES = {
     "test_eager_vs_aot.py::test_eager_vs_aot": eager_vs_aot,
     "test_eager_vs_aot.py::test_output_in_pinned_host_memory": output_in_pinned_host_memory,
@@ -484,4 +786,15 @@ CORES = {
     "test_upstream_parity.py::test_host_function_inside_shard_map": host_function_inside_shard_map,
     "test_properties.py::test_host_program_eager_equals_aot_and_keeps_the_host_placement":
         (host_program_eager_equals_aot, HOST_PROGRAM_EXAMPLE),
+    "test_space.py::test_generated_placed_programs_agree_eager_jit_aot":
+        (placed_program_eager_jit_aot, SPACE_EXAMPLE),
+    "test_space.py::test_generated_placed_programs_survive_export": (placed_program_exported, SPACE_EXAMPLE),
+    "test_space.py::test_every_listed_compute_type_is_accepted_and_its_neighbours_refused":
+        compute_types_accepted_and_refused,
+    "test_space.py::test_a_stream_that_is_not_a_number_is_refused": stream_number_required,
+    "test_space.py::test_device_put_to_each_memory_kind": device_put_to_memory_kind,
+    "test_space.py::test_device_put_with_its_defaults_leaves_the_array_uncommitted_and_the_source_alive":
+        device_put_with_its_defaults,
+    "test_space.py::test_every_memory_kind_the_device_has_is_generated": memory_kinds_are_listed,
+    "test_space.py::test_jit_between_memory_kinds": jit_between_memory_kinds,
 }

@@ -621,6 +621,421 @@ GRAD_EXAMPLE = {"mesh_index": 3, "row_axes": ("x",), "col_axes": (), "rows_per":
                 "ops": ("tanh",), "reduce_rows": True, "seed": 11}
 
 
+
+# --- test_space.py: generated programs over every collective jax ships, vs a float64 NumPy model ---
+#
+# A program is a mesh (1-D, 2-D or 3-D over the 8 CPU devices), the mesh axes that shard the rows
+# and the columns of a 2-D input (the others replicate it), a per-device block shape, a list of
+# steps (elementwise ops and collectives), and the out specs. `space_reference` runs the same steps
+# on every device's block in float64 NumPy, from the collectives' documented semantics, never from
+# jax. Each step is (kind, mesh axes, argument), all literals, so a failing example is a repro.
+
+SPACE_MESHES = [((8,), ("x",)), ((4,), ("x",)), ((2,), ("x",)), ((2, 4), ("x", "y")), ((4, 2), ("x", "y")),
+                ((2, 2, 2), ("x", "y", "z"))]
+# Collectives the model knows (their per-device semantics below). Anything else jax.lax ships from
+# its parallel module must be in SPACE_HOLES with the reason it is not generated.
+SPACE_REDUCTIONS = ("psum", "pmean", "pmax", "pmin")
+SPACE_MODELLED = SPACE_REDUCTIONS + ("all_gather", "psum_scatter", "all_to_all", "ppermute", "pshuffle",
+                                     "pbroadcast", "pswapaxes", "axis_index", "pvary", "pcast")
+SPACE_HOLES = {
+    "ragged_all_to_all": "takes an output buffer and per-peer offsets/sizes: a ragged layout the block model does not draw",
+    "axis_size": "a static int of the mesh, no data: checked by value in test_axis_size_is_the_mesh_size",
+    "all_gather_invariant": "all_gather with an invariant result type; its values are all_gather's",
+    "psend": "point-to-point send without a matching generated receiver (pipeline API)",
+    "precv": "point-to-point receive without a matching generated sender (pipeline API)",
+}
+SPACE_NOT_DIFFERENTIABLE = ("pmax", "pmin")  # jax has no JVP rule for them (NotImplementedError)
+# Holes on one backend only: generated elsewhere, never here.
+SPACE_BACKEND_HOLES = {
+    ("cpu", "pbroadcast"): "XLA:CPU cannot run it: `HLO opcode collective-broadcast is not supported by XLA:CPU "
+                           "ThunkEmitter` (jax 0.4.38 - 0.9), `MLIR translation rule for primitive 'pbroadcast' not "
+                           "found for platform cpu` (0.10); pinned by test_pbroadcast_is_refused_on_cpu_by_message",
+}
+SPACE_UNARY = {"sin": (np.sin, np.cos, lambda v: -np.sin(v)),
+               "tanh": (np.tanh, lambda v: 1 - np.tanh(v) ** 2, lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2)),
+               "square": (np.square, lambda v: 2 * v, lambda v: np.full_like(v, 2.0))}
+SPACE_UNARY_JAX = {"sin": jnp.sin, "tanh": jnp.tanh, "square": jnp.square}
+# Roundings each unary op costs, in ulps of its result (numerics.OP_ULPS; square is one multiply).
+SPACE_UNARY_ULPS = {"sin": numerics.OP_ULPS["sin"][0], "tanh": numerics.OP_ULPS["tanh"][0],
+                    "square": numerics.OP_ULPS["mul"][0]}
+
+
+def space_collectives() -> list[str]:
+    """The collectives this jax ships: public jax.lax callables defined where psum is (its parallel
+    module), plus pvary, which 0.6 - 0.9 define beside the varying type in jax's core."""
+    home = jax.lax.psum.__module__
+    names = {n for n in dir(jax.lax) if not n.startswith("_") and getattr(getattr(jax.lax, n), "__module__", "") == home}
+    return sorted(names | ({"pvary"} if callable(getattr(jax.lax, "pvary", None)) else set()))
+
+
+def space_generated() -> list[str]:
+    """The collectives the generator draws here: shipped, modelled, and no hole on this backend."""
+    backend = jax.default_backend()
+    return sorted(n for n in set(space_collectives()) & set(SPACE_MODELLED) if (backend, n) not in SPACE_BACKEND_HOLES)
+
+
+def pbroadcast_refused_on_cpu(observe) -> None:
+    """pbroadcast on XLA:CPU: refused when run, by the message of the layer that lacks it. A release
+    that runs it makes this case fail (news): then it joins the generated space on cpu."""
+    need_devices(N_SMALL)
+    if jax.default_backend() != "cpu":
+        pytest.skip("needs cpu: elsewhere pbroadcast is in the generated space")
+    mesh = jax_api.make_mesh_nd((N_SMALL,), ("x",))
+    g = jax_api.shard_map(lambda x: jax.lax.pbroadcast(x, "x", 1), mesh=mesh, in_specs=(P("x"),),
+                          out_specs=P("x"), check=False)
+    with pytest.raises(Exception) as info:
+        jax.block_until_ready(jax.jit(g)(jnp.arange(2.0 * N_SMALL)))
+    observe.record(error=f"{type(info.value).__name__}: {str(info.value).splitlines()[0][:200]}")
+    assert re.search("collective-broadcast. is not supported by XLA:CPU|MLIR translation rule for primitive "
+                     "'pbroadcast' not found for platform cpu", str(info.value)), observe["error"]
+
+
+def _space_sizes(mesh_index: int) -> dict[str, int]:
+    shape, names = SPACE_MESHES[mesh_index]
+    return dict(zip(names, shape))
+
+
+def _space_lin(coord: tuple[int, ...], names: tuple[str, ...], sizes: dict[str, int], axes) -> int:
+    """The device's index along `axes` taken together, the first axis major (jax's order)."""
+    i = 0
+    for a in axes:
+        i = i * sizes[a] + coord[names.index(a)]
+    return i
+
+
+def _space_peers(coord, names, sizes, axes) -> list[tuple[int, ...]]:
+    """The devices that differ from `coord` only along `axes`, in their index order along them."""
+    shape = tuple(sizes[n] for n in names)
+    same = [k for k, n in enumerate(names) if n not in axes]
+    peers = [c for c in np.ndindex(*shape) if all(c[k] == coord[k] for k in same)]
+    return sorted(peers, key=lambda c: _space_lin(c, names, sizes, axes))
+
+
+def space_step_shape(step, block: tuple[int, int], sizes: dict[str, int]) -> tuple[int, int] | None:
+    """The block shape after `step`, or None where the step cannot apply to this shape."""
+    kind, axes, arg = step
+    n = int(np.prod([sizes[a] for a in axes])) if axes else 1
+    r, c = block
+    if kind == "all_gather":
+        dim, tiled = arg
+        return (r * n, c) if (dim == 0 or not tiled) else (r, c * n)
+    if kind == "psum_scatter":
+        if block[arg] % n:
+            return None
+        return (r // n, c) if arg == 0 else (r, c // n)
+    if kind == "all_to_all":
+        split, concat = arg
+        if block[split] % n:
+            return None
+        out = list(block)
+        out[split] //= n
+        out[concat] *= n
+        return tuple(out)
+    if kind == "pswapaxes":
+        return block if block[arg] == n else None
+    return block
+
+
+def space_step_varying(step, varying: frozenset) -> frozenset:
+    """The mesh axes the value may vary over after `step` (a superset: an out spec must name them)."""
+    kind, axes, _arg = step
+    if kind in SPACE_REDUCTIONS:
+        return varying - set(axes)
+    if kind in ("unary", "scale"):
+        return varying
+    return varying | set(axes)
+
+
+def _space_step_np(step, blocks: dict, names, sizes, primal: dict | None = None) -> dict:
+    """One step on every device's block. With `primal`, `blocks` are tangents at those primals."""
+    kind, axes, arg = step
+    out = {}
+    for coord, b in blocks.items():
+        peers = _space_peers(coord, names, sizes, axes) if axes else [coord]
+        i, n = _space_lin(coord, names, sizes, axes), len(peers)
+        if kind == "unary":
+            f, df, _ = SPACE_UNARY[arg]
+            out[coord] = df(primal[coord]) * b if primal is not None else f(b)
+        elif kind == "scale":
+            out[coord] = SCALE * b
+        elif kind in ("psum", "pmean"):
+            s = np.sum([blocks[p] for p in peers], axis=0)
+            out[coord] = s / n if kind == "pmean" else s
+        elif kind in ("pmax", "pmin"):
+            if primal is not None:
+                raise NotImplementedError(f"{kind} has no derivative in the model (nor in jax)")
+            out[coord] = (np.max if kind == "pmax" else np.min)([blocks[p] for p in peers], axis=0)
+        elif kind == "all_gather":
+            dim, tiled = arg
+            parts = [blocks[p] for p in peers]
+            out[coord] = np.concatenate(parts, axis=dim) if tiled else np.stack(parts).reshape(-1, b.shape[1])
+        elif kind == "psum_scatter":
+            s = np.sum([blocks[p] for p in peers], axis=0)
+            out[coord] = np.split(s, n, axis=arg)[i]
+        elif kind in ("all_to_all", "pswapaxes"):
+            split, concat = arg if kind == "all_to_all" else (arg, arg)
+            out[coord] = np.concatenate([np.split(blocks[p], n, axis=split)[i] for p in peers], axis=concat)
+        elif kind == "ppermute":
+            src = [s for s, d in arg if d == i]
+            out[coord] = blocks[peers[src[0]]] if src else np.zeros_like(b)
+        elif kind == "pshuffle":
+            out[coord] = blocks[peers[arg[i]]]
+        elif kind == "pbroadcast":
+            out[coord] = blocks[peers[arg]]
+        elif kind == "axis_index":
+            out[coord] = b * (1.0 + i)
+        elif kind in ("pvary", "pcast"):
+            out[coord] = b
+        else:
+            raise AssertionError(f"no model for step {kind!r}")
+    return out
+
+
+def _space_split(x: np.ndarray, in_axes, block, names, sizes) -> dict:
+    r, c = block
+    out = {}
+    for coord in np.ndindex(*(sizes[n] for n in names)):
+        ri, ci = (_space_lin(coord, names, sizes, a) for a in in_axes)
+        out[coord] = x[ri * r:(ri + 1) * r, ci * c:(ci + 1) * c].astype(np.float64)
+    return out
+
+
+def _space_join(blocks: dict, out_axes, names, sizes) -> np.ndarray:
+    """The global output from the blocks per out spec; devices an unnamed axis tells apart must agree."""
+    r, c = next(iter(blocks.values())).shape
+    nr, nc = (int(np.prod([sizes[a] for a in axes])) if axes else 1 for axes in out_axes)
+    out = np.full((nr * r, nc * c), np.nan)
+    for coord, b in blocks.items():
+        ri, ci = (_space_lin(coord, names, sizes, a) for a in out_axes)
+        where = (slice(ri * r, (ri + 1) * r), slice(ci * c, (ci + 1) * c))
+        if not np.isnan(out[where]).all():
+            # The generator only leaves out axes the value cannot vary over: a model error otherwise.
+            assert np.array_equal(out[where], b), f"devices disagree on a block the out spec replicates: {coord}"
+        out[where] = b
+    return out
+
+
+def space_reference(prog: dict, x: np.ndarray, t: np.ndarray | None = None):
+    """(f(x), jvp tangent or None, largest |intermediate|, error gain G, roundings k) in float64."""
+    shape, names = SPACE_MESHES[prog["mesh_index"]]
+    sizes = dict(zip(names, shape))
+    vals = _space_split(x, prog["in_axes"], prog["block"], names, sizes)
+    tans = _space_split(t, prog["in_axes"], prog["block"], names, sizes) if t is not None else None
+    biggest = max(np.abs(x).max(), np.abs(t).max() if t is not None else 0.0)
+    gain, roundings = 1.0, 0.0
+    for step in prog["steps"]:
+        kind, axes, arg = step
+        n = int(np.prod([sizes[a] for a in axes])) if axes else 1
+        if kind == "unary":
+            v = np.concatenate([b.ravel() for b in vals.values()])
+            _f, df, d2f = SPACE_UNARY[arg]
+            # an input error d becomes |f'| d, and in the tangent f'(x) t also |f''| d |t|
+            gain *= max(1.0, float(np.abs(df(v)).max()), float((np.abs(d2f(v)) * biggest).max()))
+            roundings += 2 * SPACE_UNARY_ULPS[arg] + 1  # the op (in ulps = 2u each), the tangent's multiply
+        elif kind == "scale":
+            roundings += 1  # one multiply; SCALE < 1 shrinks errors
+        elif axes:
+            # At most an n-term sum, in the step or in its transpose (all_gather's is psum_scatter,
+            # pvary's is psum, ...): n errors added, n roundings (pmean's division included).
+            gain, roundings = gain * n, roundings + n
+        if tans is not None:
+            tans = _space_step_np(step, tans, names, sizes, primal=vals)
+        vals = _space_step_np(step, vals, names, sizes)
+        biggest = max([biggest] + [float(np.abs(b).max(initial=0)) for b in vals.values()]
+                      + ([float(np.abs(b).max(initial=0)) for b in tans.values()] if tans else []))
+    y = _space_join(vals, prog["out_axes"], names, sizes)
+    ty = _space_join(tans, prog["out_axes"], names, sizes) if tans is not None else None
+    return y, ty, biggest, gain, roundings
+
+
+def space_jacobian(prog: dict, x: np.ndarray) -> np.ndarray:
+    """d f / d x as a (outputs, inputs) float64 matrix: the model's jvp at each unit tangent."""
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = 1.0
+        cols.append(space_reference(prog, x, e.reshape(x.shape))[1].ravel())
+    return np.stack(cols, axis=1)
+
+
+def _space_jax_step(step, x):
+    kind, axes, arg = step
+    name = axes[0] if len(axes) == 1 else tuple(axes)
+    if kind == "unary":
+        return SPACE_UNARY_JAX[arg](x)
+    if kind == "scale":
+        return SCALE * x
+    if kind in SPACE_REDUCTIONS:
+        return getattr(jax.lax, kind)(x, name)
+    if kind == "all_gather":
+        dim, tiled = arg
+        y = jax.lax.all_gather(x, name, axis=dim, tiled=tiled)
+        return y if tiled else y.reshape(-1, x.shape[1])
+    if kind == "psum_scatter":
+        return jax.lax.psum_scatter(x, name, scatter_dimension=arg, tiled=True)
+    if kind == "all_to_all":
+        return jax.lax.all_to_all(x, name, arg[0], arg[1], tiled=True)
+    if kind == "pswapaxes":
+        return jax.lax.pswapaxes(x, name, arg)
+    if kind == "ppermute":
+        return jax.lax.ppermute(x, name, perm=[tuple(p) for p in arg])
+    if kind == "pshuffle":
+        return jax.lax.pshuffle(x, name, list(arg))
+    if kind == "pbroadcast":
+        return jax.lax.pbroadcast(x, name, arg)
+    if kind == "axis_index":
+        return x * (1 + jax.lax.axis_index(name)).astype(x.dtype)
+    if kind in ("pvary", "pcast"):
+        return jax_api.mark_varying(kind)(x, tuple(axes))
+    raise AssertionError(f"no jax spelling for step {kind!r}")
+
+
+def _space_spec(axes_per_dim) -> P:
+    return P(*(_entry(tuple(a)) for a in axes_per_dim))
+
+
+def space_program(mesh_index: int, in_axes, block, steps, out_axes, seed: int) -> dict:
+    """The program's fields as one dict (what the core and the model read)."""
+    return {"mesh_index": mesh_index, "in_axes": tuple(tuple(a) for a in in_axes), "block": tuple(block),
+            "steps": tuple(tuple(s) for s in steps), "out_axes": tuple(tuple(a) for a in out_axes), "seed": seed}
+
+
+def _space_bound(gain: float, roundings: float, scale: np.ndarray, biggest: float) -> float:
+    # Normwise forward error analysis (Higham ch. 3): each of the k roundings costs at most u times
+    # the largest intermediate |value| (`biggest`), and a later step grows an error by at most its
+    # gain (|f'| or |f''|·|t| of a unary op, n for an n-term sum). The derivative doubles k (the
+    # tangent repeats every op) and the transposed or summed result adds up to 8 more terms.
+    k = int(np.ceil(2 * roundings)) + 8
+    return numerics.gamma(k, "float32") * gain * max(float(np.max(scale, initial=0.0)), biggest)
+
+
+def collective_program_matches_numpy(check: str, mesh_index: int, in_axes, block, steps, out_axes, seed: int,
+                                     observe) -> None:
+    """One generated program under shard_map: the forward (eager and jit), jvp, linearize (primal and
+    tangent), vjp (primal and cotangent), grad and, for a linear program, linear_transpose, each
+    against the float64 NumPy model; pmax/pmin programs must refuse to differentiate."""
+    need_devices()
+    prog = space_program(mesh_index, in_axes, block, steps, out_axes, seed)
+    shape, names = SPACE_MESHES[mesh_index]
+    sizes = dict(zip(names, shape))
+    mesh = jax_api.make_mesh_nd(shape, names)
+    rng = np.random.RandomState(seed)
+    x_shape = tuple(b * int(np.prod([sizes[a] for a in axes])) for b, axes in zip(block, prog["in_axes"]))
+    x_host = rng.uniform(-1.5, 1.5, size=x_shape).astype(np.float32)
+    t_host = rng.uniform(-1.0, 1.0, size=x_shape).astype(np.float32)
+    kinds = {step[0] for step in prog["steps"]}
+    differentiable = not kinds & set(SPACE_NOT_DIFFERENTIABLE)
+    y_ref, ty_ref, biggest, gain, roundings = space_reference(prog, x_host, t_host if differentiable else None)
+    ct_host = rng.uniform(-1.0, 1.0, size=y_ref.shape).astype(np.float32)
+    in_spec, out_spec = _space_spec(prog["in_axes"]), _space_spec(prog["out_axes"])
+
+    def body(x):
+        for step in prog["steps"]:
+            x = _space_jax_step(step, x)
+        return x
+
+    g = jax_api.shard_map(body, mesh=mesh, in_specs=(in_spec,), out_specs=out_spec, check=check == "checked")
+    x = jax.device_put(x_host, NamedSharding(mesh, in_spec))
+    t = jax.device_put(t_host, NamedSharding(mesh, in_spec))
+    ct = jax.device_put(ct_host, NamedSharding(mesh, out_spec))
+    observe.record(program={k: str(v) for k, v in prog.items()}, check=check)
+    fwd_bound = _space_bound(gain, roundings, np.abs(y_ref), biggest)
+    why = f"normwise: gamma_k, k from {roundings:g} roundings, gain {gain:.3g}, largest intermediate {biggest:.3g}"
+
+    def within(name, got, want, bound):
+        try:
+            measured = numerics.assert_within_bound(np.asarray(got), want, bound, why=why)
+        except AssertionError as exc:  # re-raised with the transform's name (the message is the verdict's)
+            raise AssertionError(f"{name}: {exc}") from exc
+        observe.record(**{name: measured})
+
+    within("eager", g(x), y_ref, fwd_bound)  # the eager shard_map path, not the jit one
+    if not differentiable:
+        within("forward", jax.jit(g)(x), y_ref, fwd_bound)
+        with pytest.raises(NotImplementedError, match="Differentiation rule for 'p(max|min)' not implemented"):
+            jax.jvp(g, (x,), (t,))
+        return
+    linear = kinds <= {"scale", "axis_index"} | set(SPACE_MODELLED) - set(SPACE_NOT_DIFFERENTIABLE)
+
+    def transforms(x, t, ct):
+        out = {"forward": g(x)}
+        out["jvp_primal"], out["jvp"] = jax.jvp(g, (x,), (t,))
+        out["linearize_primal"], lin = jax.linearize(g, x)
+        out["linearize"] = lin(t)
+        out["vjp_primal"], vjp = jax.vjp(g, x)
+        (out["vjp"],) = vjp(ct)
+        out["grad"] = jax.grad(lambda x: jnp.sum(g(x) * ct))(x)
+        if linear:
+            (out["linear_transpose"],) = jax.linear_transpose(g, x)(ct)
+        return out
+
+    got = jax.jit(transforms)(x, t, ct)
+    jac = space_jacobian(prog, x_host)
+    back = (jac.T @ ct_host.astype(np.float64).ravel()).reshape(x_shape)
+    back_scale = (np.abs(jac).T @ np.abs(ct_host.astype(np.float64)).ravel()).reshape(x_shape)
+    tan_bound = _space_bound(gain, roundings, np.abs(jac) @ np.abs(t_host.astype(np.float64)).ravel(), biggest)
+    ct_bound = _space_bound(gain, roundings, back_scale, float(np.abs(ct_host).max()))
+    for name in ("forward", "jvp_primal", "linearize_primal", "vjp_primal"):
+        within(name, got[name], y_ref, fwd_bound)
+    for name in ("jvp", "linearize"):
+        within(name, got[name], ty_ref, tan_bound)
+    for name in ("vjp", "grad") + (("linear_transpose",) if linear else ()):
+        within(name, got[name], back, ct_bound)
+    assert set(got) == {"forward", "jvp_primal", "jvp", "linearize_primal", "linearize", "vjp_primal", "vjp",
+                        "grad"} | ({"linear_transpose"} if linear else set()), sorted(got)
+
+
+
+def pvary_unchecked_program(mark: str) -> dict:
+    """The generated program that found the double transpose, with its marking (pvary / pcast)."""
+    jax_api.mark_varying(mark)  # api absent (a skip) outside its release range
+    return {"mesh_index": 3, "in_axes": (("x",), ()), "block": (1, 4), "steps": ((mark, ("y",), None),),
+            "out_axes": (("x",), ("y",)), "seed": 1907}
+
+
+def pvary_unchecked_transposes_once(mark: str, observe) -> None:
+    """pvary / pcast with the check off: the vjp sums the cotangent blocks once (frozen case)."""
+    collective_program_matches_numpy("unchecked", observe=observe, **pvary_unchecked_program(mark))
+
+
+def every_collective_is_generated_or_a_hole(observe) -> None:
+    """Every collective this jax ships is in the generated space or a hole with its reason, so a
+    collective a release adds is news here rather than silently outside the space."""
+    shipped = space_collectives()
+    observe.record(collectives=shipped, generated=space_generated())
+    unknown = sorted(set(shipped) - set(SPACE_MODELLED) - set(SPACE_HOLES))
+    assert not unknown, f"jax {jax.__version__} ships collectives neither generated nor a named hole: {unknown}"
+    # the space must hold the core collectives every release since shard_map has shipped
+    assert {"psum", "all_gather", "ppermute", "axis_index"} <= set(shipped), shipped
+
+
+def gather_and_scatter_with_their_defaults_match_the_model(observe) -> None:
+    """all_gather and psum_scatter called bare (the space always passes `tiled`): untiled, on the
+    leading axis. With tiled=True the gathered block would be (16, 3), not (4, 4, 3), and the
+    scattered one (1, 3), not (3,): a flipped default changes the shapes checked here."""
+    need_devices(N_SMALL)
+    for api, fn, relied in (("jax.lax.all_gather", jax.lax.all_gather, {"tiled": False, "axis": 0}),
+                            ("jax.lax.psum_scatter", jax.lax.psum_scatter, {"tiled": False, "scatter_dimension": 0})):
+        check_defaults(observe, api, fn, relied)
+    mesh = jax_api.make_mesh_nd((N_SMALL,), ("x",))
+    x_host = np.arange(N_SMALL * N_SMALL * 3, dtype=np.float32).reshape(N_SMALL * N_SMALL, 3)
+    blocks = x_host.reshape(N_SMALL, N_SMALL, 3)  # device i's block is blocks[i]
+
+    def body(x):
+        return jax.lax.all_gather(x, "x"), jax.lax.psum_scatter(x, "x")
+
+    g = jax_api.shard_map(body, mesh=mesh, in_specs=(P("x"),), out_specs=(P("x"), P("x")), check=True)
+    gathered, scattered = jax.jit(g)(x_host)
+    # every device holds the stack of all blocks; out_specs P("x") lays the N copies end to end
+    observe.close(gathered, np.concatenate([blocks] * N_SMALL), rtol=0, atol=0, name="all_gather")  # moves data only
+    # device i keeps row i of the sum of the blocks (small integers: exact)
+    observe.close(scattered, blocks.sum(axis=0).reshape(-1), rtol=0, atol=0, name="psum_scatter")
+
+# the space property's pinned example (its @example): a 3-D mesh, every kind of spec entry
+SPACE_EXAMPLE = {"mesh_index": 5, "in_axes": (("x", "z"), ()), "block": (2, 2),
+                 "steps": (("unary", (), "sin"), ("psum_scatter", ("y",), 1), ("all_gather", ("x",), (0, True))),
+                 "out_axes": (("x", "z"), ("y",)), "seed": 5}
+
 CORES = {
     "test_linearize_transpose.py::test_linearize_transpose": linearize_transpose,
     # the upstream report's case, pinned by the property's @example: mean(x**2), 2 elements a shard
@@ -642,4 +1057,11 @@ CORES = {
         (linearize_and_jvp_match_numpy, LINEARIZE_EXAMPLE),
     "test_properties.py::test_linear_transpose_is_the_adjoint": (linear_transpose_is_the_adjoint, TRANSPOSE_EXAMPLE),
     "test_properties.py::test_grad_with_a_replicated_weight_matches_numpy": (grad_with_a_replicated_weight, GRAD_EXAMPLE),
+    "test_space.py::test_generated_collective_programs_match_the_float64_model":
+        (collective_program_matches_numpy, SPACE_EXAMPLE),
+    "test_space.py::test_every_collective_jax_ships_is_generated_or_a_named_hole": every_collective_is_generated_or_a_hole,
+    "test_space.py::test_pbroadcast_is_refused_on_cpu_by_message": pbroadcast_refused_on_cpu,
+    "test_space.py::test_pvary_with_the_check_off_transposes_once": pvary_unchecked_transposes_once,
+    "test_defaults.py::test_all_gather_and_psum_scatter_with_their_defaults_match_the_model":
+        gather_and_scatter_with_their_defaults_match_the_model,
 }

@@ -30,3 +30,8 @@ def test_shard_map_with_its_defaults_refuses_an_output_it_cannot_prove_replicate
 def test_shard_map_with_its_defaults_matches_numpy(mesh, observe):
     """The common call: a sharded input, a psum, a replicated output, nothing else passed."""
     cores.defaults_match_numpy(observe)
+
+
+def test_all_gather_and_psum_scatter_with_their_defaults_match_the_model(mesh, observe):
+    """The generated space passes `tiled` every time; here both are called bare (untiled, axis 0)."""
+    cores.gather_and_scatter_with_their_defaults_match_the_model(observe)

@@ -33,6 +33,18 @@ def call_jax() -> Callable:
     return fn
 
 
+CALL_JAX_TORCHAX = "torch_xla.core.xla_builder.call_jax(torchax tensors)"
+
+
+def call_jax_torchax_path() -> None:
+    """call_jax's second dispatch path (2.8+: torchax tensors go to torchax.interop.call_jax),
+    or skip as api absent. It ships with xla_builder.maybe_get_torchax, which that branch calls."""
+    import torch_xla.core.xla_builder as xb
+
+    if not found(CALL_JAX_TORCHAX, hasattr(xb, "maybe_get_torchax")):
+        api_absent(CALL_JAX_TORCHAX, "this call_jax takes XLA tensors only")
+
+
 def cache_entries() -> int | None:
     """How many JAX -> XLA computations call_jax has cached (None where no counter is exposed)."""
     import torch_xla.core.xla_builder as xb

@@ -1,0 +1,286 @@
+"""torchax_ops scenario cores: one OpInfo op, one dtype, one path (torchax eager, or traced under
+jax.jit), every sample (capped in `ci`) against torch eager on CPU.
+
+Plain functions over their inputs, called by the tests and inlined by `harness report` into
+standalone reproducers (see suites/compute_on/cores.py for the rules): the case id's parts
+(`aten.floor_divide-float32-jit`) are `op_case`'s leading arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any
+
+from harness.incell.compat import require, torch_api
+from suites.torchax_ops.opspace import opinfo, sample_cap
+
+# torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
+# with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
+_TORCH_DEFAULT_TOL = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7), "bfloat16": (1.6e-2, 1e-5),
+                      "int64": (0.0, 0.0), "bool": (0.0, 0.0)}
+
+
+def torchax_env() -> Any:
+    """torchax's default environment (skips where the cell has no torch or no torchax)."""
+    require("torch")
+    require("torchax")
+    require("torchax.interop")
+    return torch_api.torchax_entry("default_env")()
+
+
+@contextlib.contextmanager
+def x64(on: bool):
+    """jax_enable_x64 for the block, restored after (other cases must not see it)."""
+    import jax
+
+    old = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", on)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", old)
+
+
+def x64_for(dtype: str) -> bool:
+    """64-bit dtypes run with jax_enable_x64 on, as a user who needs them has it (without it JAX
+    has no float64/int64 and torchax narrows them: a known issue of its own, not an op's)."""
+    return dtype in ("float64", "int64")
+
+
+def tolerance(info: Any, dtype: str) -> tuple[float, float, str]:
+    """(rtol, atol, where from) for this OpInfo and dtype: torch's default for the dtype, widened to
+    the largest toleranceOverride / precisionOverride the OpInfo declares for CPU."""
+    import torch
+
+    rtol, atol = _TORCH_DEFAULT_TOL[dtype]
+    source = "torch.testing default"
+    tdtype = getattr(torch, dtype)
+    for deco, d in _decorators(info):
+        if getattr(deco, "device_type", None) not in (None, "cpu"):
+            continue
+        table = getattr(d, "d", None)
+        if not isinstance(table, dict) or tdtype not in table:
+            continue
+        value = table[tdtype]
+        if hasattr(value, "atol"):  # toleranceOverride: tol(atol, rtol)
+            if value.atol > atol or value.rtol > rtol:
+                atol, rtol, source = max(atol, value.atol), max(rtol, value.rtol), f"OpInfo toleranceOverride ({_where(deco)})"
+        elif isinstance(value, float) and value > atol:  # precisionOverride: an atol
+            atol, source = value, f"OpInfo precisionOverride ({_where(deco)})"
+    return rtol, atol, source
+
+
+def _decorators(info: Any) -> list[tuple[Any, Any]]:
+    """(DecorateInfo or the bare decorator, each decorator it applies) for an OpInfo."""
+    out = []
+    for deco in getattr(info, "decorators", ()) or ():
+        inner = getattr(deco, "decorators", None)
+        out.extend((deco, d) for d in inner) if inner is not None else out.append((deco, deco))
+    return out
+
+
+def _where(deco: Any) -> str:
+    return f"{getattr(deco, 'cls_name', None) or 'any test'}.{getattr(deco, 'test_name', None) or 'any'}"
+
+
+def comparable(info: Any, dtype: str) -> str:
+    """'' when the op's values are comparable across devices; else OpInfo's reason why not (it
+    skips its own CPU-vs-device comparison, TestCommon.test_compare_cpu: empty_like, random ops)."""
+    import torch
+
+    tdtype = getattr(torch, dtype)
+    for deco, d in _decorators(info):
+        if (getattr(deco, "cls_name", None), getattr(deco, "test_name", None)) != ("TestCommon", "test_compare_cpu"):
+            continue
+        if deco.device_type not in (None, "cpu") or (deco.dtypes is not None and tdtype not in deco.dtypes):
+            continue
+        cells = [c.cell_contents for c in (getattr(d, "__closure__", None) or ()) if isinstance(c.cell_contents, str)]
+        if getattr(d, "__name__", "") == "decorator" or cells:  # unittest.skip / skipIf
+            return "OpInfo skips test_compare_cpu" + (f": {cells[0]}" if cells else "")
+    return ""
+
+
+def _clone(tree: Any) -> Any:
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_map_only(torch.Tensor, lambda t: t.clone(), tree)
+
+
+def _call(info: Any, sample: Any, seed: int) -> Any:
+    import torch
+
+    torch.manual_seed(seed)
+    return info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
+
+
+def _on_jax(kwargs: dict) -> dict:
+    """A factory's device='cpu' asks for a CPU tensor; on torchax the op's device is 'jax'."""
+    return {k: ("jax" if k == "device" else v) for k, v in kwargs.items()}
+
+
+def _torchax_eager(env: Any, info: Any, sample: Any) -> Any:
+    import torch
+
+    args, kwargs = env.to_xla((_clone((sample.input, *sample.args)), _clone(_on_jax(sample.kwargs))))
+    torch.manual_seed(0)
+    with env:
+        return info(*args, **kwargs)
+
+
+def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
+    """The call traced: its tensors are jax.jit arguments, everything else closed over as static."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    tree = (_clone((sample.input, *sample.args)), _clone(_on_jax(sample.kwargs)))
+    leaves, spec = pytree.tree_flatten(tree)
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def traced(*tensors):
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        args, kwargs = pytree.tree_unflatten(filled, spec)
+        out = info(*args, **kwargs)
+        # torch.return_types (max.dim, sort, ...) are no JAX pytree: returned as they are, jax.jit
+        # refuses every such op (pinned once in test_jit_boundary.py); as a tuple, the op is tested
+        return tuple(out) if _is_structseq(out) else out
+
+    tensors = env.to_xla(tuple(leaves[i] for i in where))
+    torch.manual_seed(0)
+    return torch_api.torchax_entry("interop.jax_jit")(traced)(*tensors)
+
+
+def _is_structseq(x: Any) -> bool:
+    return type(x).__module__ == "torch.return_types"
+
+
+def _leaves(tree: Any) -> list[Any]:
+    from torch.utils import _pytree as pytree
+
+    # torch.return_types (namedtuples) and tuples/lists compare by their leaves in order
+    return pytree.tree_leaves(tuple(tree) if isinstance(tree, (tuple, list)) else tree)
+
+
+def _compare(ref: Any, got: Any, dtype: str, info: Any, values: bool) -> float:
+    """Raise AssertionError unless got matches ref leaf for leaf; the largest abs error seen."""
+    import torch
+
+    tensor_type = require("torchax.tensor").Tensor
+    rl, gl = _leaves(ref), _leaves(got)
+    assert len(rl) == len(gl), f"{len(gl)} output leaves where torch gives {len(rl)}"
+    rtol, atol, _ = tolerance(info, dtype)
+    worst = 0.0
+    for n, (r, g) in enumerate(zip(rl, gl)):
+        if not isinstance(r, torch.Tensor):
+            g = g.torch() if isinstance(g, tensor_type) else g
+            assert not isinstance(g, torch.Tensor) or g.numel() == 1, f"output {n}: a tensor where torch gives {r!r}"
+            g = g.item() if isinstance(g, torch.Tensor) else g
+            assert g == r or (r != r and g != g), f"output {n}: {g!r} where torch gives {r!r}"
+            continue
+        assert isinstance(g, tensor_type), \
+            f"output {n}: {type(g).__module__}.{type(g).__name__} where a torchax Tensor is due (it left the env)"
+        g = g.torch()
+        assert tuple(g.shape) == tuple(r.shape), f"output {n}: shape {tuple(g.shape)} where torch gives {tuple(r.shape)}"
+        assert g.dtype == r.dtype, f"output {n}: dtype {g.dtype} where torch gives {r.dtype}"
+        if not values or r.numel() == 0:
+            continue
+        if r.is_floating_point() or r.is_complex():
+            diff = (g.double() - r.double()).abs()
+            finite = torch.isfinite(diff)
+            worst = max(worst, float(diff[finite].max()) if bool(finite.any()) else 0.0)
+        torch.testing.assert_close(g, r, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False,
+                                   check_stride=False, check_device=False, msg=lambda m, n=n: f"output {n}: {m}")
+    return worst
+
+
+def op_case(key: str, dtype: str, path: str, observe) -> None:
+    """torch eager on CPU vs torchax (`eager` in its env, or `jit`: traced under jax.jit) for every
+    sample OpInfo gives this op in this dtype: same raising, output leaves, shapes, dtypes, values."""
+    torch = require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    cap = sample_cap()
+    why_not = comparable(info, dtype)
+    rtol, atol, tol_source = tolerance(info, dtype)
+    run = _torchax_eager if path == "eager" else _torchax_jit
+    failures: list[str] = []
+    worst, n_samples, rng_dependent, torch_raised = 0.0, 0, False, 0
+    with x64(x64_for(dtype)):
+        torch.manual_seed(0)  # OpInfo draws sample values from torch's global generator
+        samples = info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False)
+        for i, sample in enumerate(itertools.islice(samples, cap)):
+            n_samples += 1
+            try:
+                ref = _call(info, sample, 0)
+            except Exception as exc:  # torch refuses this sample: torchax must refuse it too
+                torch_raised += 1
+                try:
+                    run(env, info, sample)
+                except Exception:
+                    continue
+                failures.append(f"sample {i}: torch raised {type(exc).__name__}, torchax {path} returned")
+                continue
+            # an output that depends on the RNG (bernoulli, dropout, randn_like) is compared by
+            # structure, shape and dtype only: its values are torch's stream, not the op's semantics
+            rng = not _same(ref, _call(info, sample, 1))
+            rng_dependent |= rng
+            try:
+                got = run(env, info, sample)
+            except Exception as exc:
+                failures.append(f"sample {i}: torch returned, torchax {path} raised {type(exc).__name__}: {_short(exc)}")
+                continue
+            try:
+                worst = max(worst, _compare(ref, got, dtype, info, values=not (why_not or rng)))
+            except AssertionError as exc:
+                failures.append(f"sample {i} ({_describe(sample)}): {_short(exc)}")
+    observe.record(samples=n_samples, sample_cap=cap, torch_raised=torch_raised, failing_samples=len(failures),
+                   values_compared=not why_not, rng_dependent=rng_dependent, not_comparable=why_not or None,
+                   rtol=rtol, atol=atol, tolerance_from=tol_source, max_abs_err=worst, x64=x64_for(dtype))
+    if n_samples == 0:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name} yields no sample for {dtype} on cpu")
+    assert not failures, f"{len(failures)} of {n_samples} samples differ from torch eager; " + " | ".join(failures[:3])
+
+
+def _same(a: Any, b: Any) -> bool:
+    import torch
+
+    la, lb = _leaves(a), _leaves(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(torch.nan_to_num(x.detach()), torch.nan_to_num(y.detach())):
+                return False
+        elif not isinstance(x, torch.Tensor) and x != y and x == x:
+            return False
+    return True
+
+
+def _short(exc: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _describe(sample: Any) -> str:
+    """A sample in one line: its tensor shapes and dtypes, its other arguments."""
+    import torch
+
+    def one(x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            return f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}"
+        if isinstance(x, (list, tuple)):
+            return "[" + ", ".join(one(v) for v in x) + "]"
+        return repr(x)
+
+    parts = [one(sample.input), *(one(a) for a in sample.args), *(f"{k}={one(v)}" for k, v in sample.kwargs.items())]
+    return _short(", ".join(parts), 200)
+
+
+CORES = {
+    "test_ops.py::test_op": op_case,
+}

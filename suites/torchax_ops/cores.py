@@ -13,6 +13,7 @@ import itertools
 from typing import Any
 
 from harness.incell.compat import require, torch_api
+from suites.torchax_ops.modules import buffers_case, forward_case
 from suites.torchax_ops.opspace import opinfo, sample_cap
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
@@ -281,6 +282,25 @@ def _describe(sample: Any) -> str:
     return _short(", ".join(parts), 200)
 
 
+def generated_forward(program: list[str], width: int, batch: int, seed: int, observe) -> None:
+    """test_modules.py's forward property on one program (its core, for the standalone export)."""
+    torchax_env()
+    forward_case(program, width, batch, seed, observe)
+
+
+def generated_buffers(program: list[str], width: int, batch: int, seed: int, observe) -> None:
+    """test_modules.py's buffer property on one program."""
+    torchax_env()
+    buffers_case(program, width, batch, seed, observe)
+
+
+# the properties' pinned example: every step of the grammar once
+EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_generator", "int_index", "mask_assign",
+                          "slice_assign", "input_inplace", "counter", "batchnorm", "promote", "linear", "tanh"],
+              "width": 3, "batch": 4, "seed": 0}
+
 CORES = {
     "test_ops.py::test_op": op_case,
+    "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),
+    "test_modules.py::test_generated_forward_updates_buffers_as_torch_eager": (generated_buffers, EVERY_STEP),
 }

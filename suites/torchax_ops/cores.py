@@ -9,7 +9,6 @@ standalone reproducers (see suites/compute_on/cores.py for the rules): the case 
 from __future__ import annotations
 
 import contextlib
-import itertools
 from typing import Any
 
 from harness.incell.compat import require, torch_api
@@ -18,8 +17,8 @@ from suites.torchax_ops.opspace import opinfo, sample_cap
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
 # with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
-_TORCH_DEFAULT_TOL = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7), "bfloat16": (1.6e-2, 1e-5),
-                      "int64": (0.0, 0.0), "bool": (0.0, 0.0)}
+_TORCH_DEFAULT_TOL = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+                      "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
 
 
 def torchax_env() -> Any:
@@ -49,12 +48,13 @@ def x64_for(dtype: str) -> bool:
     return dtype in ("float64", "int64")
 
 
-def tolerance(info: Any, dtype: str) -> tuple[float, float, str]:
-    """(rtol, atol, where from) for this OpInfo and dtype: torch's default for the dtype, widened to
-    the largest toleranceOverride / precisionOverride the OpInfo declares for CPU."""
+def tolerance(info: Any, dtype: str, out_dtype: str | None = None) -> tuple[float, float, str]:
+    """(rtol, atol, where from) for this OpInfo, sample dtype and output dtype: torch's default for
+    the output's dtype (exact for integers and bool), widened to the largest toleranceOverride /
+    precisionOverride the OpInfo declares for the sample dtype on CPU (OpInfo keys them so)."""
     import torch
 
-    rtol, atol = _TORCH_DEFAULT_TOL[dtype]
+    rtol, atol = _TORCH_DEFAULT_TOL.get(out_dtype or dtype, (0.0, 0.0))
     source = "torch.testing default"
     tdtype = getattr(torch, dtype)
     for deco, d in _decorators(info):
@@ -116,15 +116,24 @@ def _call(info: Any, sample: Any, seed: int) -> Any:
     return info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
 
 
-def _on_jax(kwargs: dict) -> dict:
-    """A factory's device='cpu' asks for a CPU tensor; on torchax the op's device is 'jax'."""
-    return {k: ("jax" if k == "device" else v) for k, v in kwargs.items()}
+def _on_jax(tree: Any) -> Any:
+    """The sample as torchax runs it: a device OpInfo names ('cpu', the device under test, as a
+    factory's device= or `to`'s argument) becomes 'jax', the device torchax's tensors live on."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    def swap(leaf: Any) -> Any:
+        if isinstance(leaf, torch.device) or (isinstance(leaf, str) and leaf == "cpu"):
+            return "jax" if str(leaf) == "cpu" else leaf
+        return leaf
+
+    return pytree.tree_map(swap, tree)
 
 
 def _torchax_eager(env: Any, info: Any, sample: Any) -> Any:
     import torch
 
-    args, kwargs = env.to_xla((_clone((sample.input, *sample.args)), _clone(_on_jax(sample.kwargs))))
+    args, kwargs = env.to_xla(_on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs))))
     torch.manual_seed(0)
     with env:
         return info(*args, **kwargs)
@@ -135,7 +144,7 @@ def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
     import torch
     from torch.utils import _pytree as pytree
 
-    tree = (_clone((sample.input, *sample.args)), _clone(_on_jax(sample.kwargs)))
+    tree = _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs)))
     leaves, spec = pytree.tree_flatten(tree)
     where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
 
@@ -158,6 +167,35 @@ def _is_structseq(x: Any) -> bool:
     return type(x).__module__ == "torch.return_types"
 
 
+def _chosen(samples: list[Any], cap: int | None) -> list[tuple[int, Any]]:
+    """(index, sample) to run: all of them, or under a cap the largest (by tensor elements, the
+    earlier on a tie): most values per compile, and the likeliest to hold ties and negatives."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    def size(s: Any) -> int:
+        leaves = pytree.tree_leaves((s.input, s.args, s.kwargs))
+        return sum(t.numel() for t in leaves if isinstance(t, torch.Tensor))
+
+    indexed = list(enumerate(samples))
+    if cap is None:
+        return indexed
+    return sorted(sorted(indexed, key=lambda t: -size(t[1]))[:cap])
+
+
+def _isolated(run: Any, env: Any, info: Any, sample: Any) -> Any:
+    """One torchax call from a known PRNG state, checked to leave that state concrete: a random op
+    traced under jax.jit that stores its tracer in the env's key (google/torchax#17) fails here,
+    in the call that leaked it, not in whichever random op runs next."""
+    env.manual_seed(0)
+    out = run(env, info, sample)
+    key = getattr(env, "prng_key", None)
+    if "Tracer" in type(key).__name__:
+        env.manual_seed(0)
+        raise AssertionError(f"the call left a JAX tracer ({type(key).__name__}) as the env's PRNG key (it escaped the trace)")
+    return out
+
+
 def _leaves(tree: Any) -> list[Any]:
     from torch.utils import _pytree as pytree
 
@@ -172,7 +210,6 @@ def _compare(ref: Any, got: Any, dtype: str, info: Any, values: bool) -> float:
     tensor_type = require("torchax.tensor").Tensor
     rl, gl = _leaves(ref), _leaves(got)
     assert len(rl) == len(gl), f"{len(gl)} output leaves where torch gives {len(rl)}"
-    rtol, atol, _ = tolerance(info, dtype)
     worst = 0.0
     for n, (r, g) in enumerate(zip(rl, gl)):
         if not isinstance(r, torch.Tensor):
@@ -188,6 +225,7 @@ def _compare(ref: Any, got: Any, dtype: str, info: Any, values: bool) -> float:
         assert g.dtype == r.dtype, f"output {n}: dtype {g.dtype} where torch gives {r.dtype}"
         if not values or r.numel() == 0:
             continue
+        rtol, atol, _ = tolerance(info, dtype, str(r.dtype).removeprefix("torch."))
         if r.is_floating_point() or r.is_complex():
             diff = (g.double() - r.double()).abs()
             finite = torch.isfinite(diff)
@@ -199,52 +237,83 @@ def _compare(ref: Any, got: Any, dtype: str, info: Any, values: bool) -> float:
 
 def op_case(key: str, dtype: str, path: str, observe) -> None:
     """torch eager on CPU vs torchax (`eager` in its env, or `jit`: traced under jax.jit) for every
-    sample OpInfo gives this op in this dtype: same raising, output leaves, shapes, dtypes, values."""
+    sample OpInfo gives this op in this dtype (the largest one under the `ci` cap), plus a copy of
+    it with tied values where the op returns indices of floating inputs (argmax's first maximum):
+    same raising, output leaves, shapes, dtypes, values."""
     torch = require("torch")
     env = torchax_env()
     info = opinfo(key)
     cap = sample_cap()
-    why_not = comparable(info, dtype)
     rtol, atol, tol_source = tolerance(info, dtype)
-    run = _torchax_eager if path == "eager" else _torchax_jit
+    stats = {"samples": 0, "torch_raised": 0, "rng_dependent": False, "max_abs_err": 0.0, "tie_samples": 0}
     failures: list[str] = []
-    worst, n_samples, rng_dependent, torch_raised = 0.0, 0, False, 0
     with x64(x64_for(dtype)):
         torch.manual_seed(0)  # OpInfo draws sample values from torch's global generator
-        samples = info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False)
-        for i, sample in enumerate(itertools.islice(samples, cap)):
-            n_samples += 1
-            try:
-                ref = _call(info, sample, 0)
-            except Exception as exc:  # torch refuses this sample: torchax must refuse it too
-                torch_raised += 1
-                try:
-                    run(env, info, sample)
-                except Exception:
-                    continue
-                failures.append(f"sample {i}: torch raised {type(exc).__name__}, torchax {path} returned")
-                continue
-            # an output that depends on the RNG (bernoulli, dropout, randn_like) is compared by
-            # structure, shape and dtype only: its values are torch's stream, not the op's semantics
-            rng = not _same(ref, _call(info, sample, 1))
-            rng_dependent |= rng
-            try:
-                got = run(env, info, sample)
-            except Exception as exc:
-                failures.append(f"sample {i}: torch returned, torchax {path} raised {type(exc).__name__}: {_short(exc)}")
-                continue
-            try:
-                worst = max(worst, _compare(ref, got, dtype, info, values=not (why_not or rng)))
-            except AssertionError as exc:
-                failures.append(f"sample {i} ({_describe(sample)}): {_short(exc)}")
-    observe.record(samples=n_samples, sample_cap=cap, torch_raised=torch_raised, failing_samples=len(failures),
-                   values_compared=not why_not, rng_dependent=rng_dependent, not_comparable=why_not or None,
-                   rtol=rtol, atol=atol, tolerance_from=tol_source, max_abs_err=worst, x64=x64_for(dtype))
-    if n_samples == 0:
+        samples = list(info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False))
+        for i, sample in _chosen(samples, cap):
+            ref = _check_sample(info, sample, str(i), dtype, path, env, stats, failures)
+            if _returns_indices(ref, sample):
+                stats["tie_samples"] += 1
+                _check_sample(info, _with_ties(sample), f"{i} with ties", dtype, path, env, stats, failures)
+    why_not = comparable(info, dtype)
+    observe.record(**stats, sample_cap=cap, failing_samples=len(failures), values_compared=not why_not,
+                   not_comparable=why_not or None, rtol=rtol, atol=atol, tolerance_from=tol_source, x64=x64_for(dtype))
+    if stats["samples"] == 0:
         import pytest
 
         pytest.skip(f"OpInfo {info.name} yields no sample for {dtype} on cpu")
-    assert not failures, f"{len(failures)} of {n_samples} samples differ from torch eager; " + " | ".join(failures[:3])
+    assert not failures, f"{len(failures)} of {stats['samples']} samples differ from torch eager; " + " | ".join(failures[:3])
+
+
+def _check_sample(info: Any, sample: Any, label: str, dtype: str, path: str, env: Any, stats: dict,
+                  failures: list[str]) -> Any:
+    """One sample through torch and torchax; a difference is appended to failures. The reference."""
+    run = _torchax_eager if path == "eager" else _torchax_jit
+    stats["samples"] += 1
+    try:
+        ref = _call(info, sample, 0)
+    except Exception as exc:  # torch refuses this sample: torchax must refuse it too
+        stats["torch_raised"] += 1
+        try:
+            _isolated(run, env, info, sample)
+        except Exception:
+            return None
+        failures.append(f"sample {label}: torch raised {type(exc).__name__}, torchax {path} returned")
+        return None
+    # an output that depends on the RNG (bernoulli, dropout, randn_like) is compared by
+    # structure, shape and dtype only: its values are torch's stream, not the op's semantics
+    rng = not _same(ref, _call(info, sample, 1))
+    stats["rng_dependent"] |= rng
+    try:
+        got = _isolated(run, env, info, sample)
+    except Exception as exc:
+        failures.append(f"sample {label}: torch returned, torchax {path} raised {type(exc).__name__}: {_short(exc)}")
+        return ref
+    try:
+        err = _compare(ref, got, dtype, info, values=not (comparable(info, dtype) or rng))
+        stats["max_abs_err"] = max(stats["max_abs_err"], err)
+    except AssertionError as exc:
+        failures.append(f"sample {label} ({_describe(sample)}): {_short(exc)}")
+    return ref
+
+
+def _returns_indices(ref: Any, sample: Any) -> bool:
+    """An op that answers with int64 positions into a floating input (argmax, sort, max.dim, topk)."""
+    import torch
+
+    floating = isinstance(sample.input, torch.Tensor) and sample.input.is_floating_point() and sample.input.numel() > 1
+    return floating and any(isinstance(t, torch.Tensor) and t.dtype == torch.int64 for t in _leaves(ref))
+
+
+def _with_ties(sample: Any) -> Any:
+    """The sample with its floating input reduced to its signs (-1, 0, 1), so every row holds equal
+    values: where torch documents which of equal elements wins (argmax, max.dim: the first),
+    torchax must agree."""
+    import copy
+
+    tied = copy.copy(sample)
+    tied.input = sample.input.sign()
+    return tied
 
 
 def _same(a: Any, b: Any) -> bool:

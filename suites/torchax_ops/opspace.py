@@ -21,8 +21,9 @@ from typing import Any
 # The dtypes the issue names; float64 and int64 need jax_enable_x64 (see cores.x64_for).
 DTYPES = ("float32", "float64", "bfloat16", "int64", "bool")
 PATHS = ("eager", "jit")
-# Samples per (op, dtype) in the `ci` hypothesis profile (bounded cell time); `nightly` runs every
-# sample OpInfo yields. SEAMS_OPINFO_SAMPLES overrides both (0 = every sample).
+# Samples per (op, dtype) in the `ci` hypothesis profile (bounded cell time: the largest sample, see
+# cores._chosen); `nightly` runs every sample OpInfo yields. SEAMS_OPINFO_SAMPLES overrides both
+# (0 = every sample).
 CI_SAMPLES = 1
 
 

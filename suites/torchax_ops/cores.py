@@ -12,6 +12,7 @@ import contextlib
 from typing import Any
 
 from harness.incell.compat import require, torch_api
+from suites.torchax_ops.dlpack import conversion_case
 from suites.torchax_ops.modules import buffers_case, forward_case
 from suites.torchax_ops.opspace import opinfo, sample_cap
 
@@ -363,6 +364,12 @@ def generated_buffers(program: list[str], width: int, batch: int, seed: int, obs
     buffers_case(program, width, batch, seed, observe)
 
 
+def dlpack_conversion(layout: str, dtype: str, path: str, observe) -> None:
+    """test_dlpack.py's case (its core, for the standalone export)."""
+    torchax_env()
+    conversion_case(layout, dtype, path, observe)
+
+
 # the properties' pinned example: every step of the grammar once
 EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_generator", "int_index", "mask_assign",
                           "slice_assign", "input_inplace", "counter", "batchnorm", "promote", "linear", "tanh"],
@@ -370,6 +377,7 @@ EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_
 
 CORES = {
     "test_ops.py::test_op": op_case,
+    "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
     "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),
     "test_modules.py::test_generated_forward_updates_buffers_as_torch_eager": (generated_buffers, EVERY_STEP),
 }

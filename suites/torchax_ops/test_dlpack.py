@@ -13,5 +13,4 @@ from suites.torchax_ops import cores, dlpack
 @pytest.mark.parametrize("dtype", dlpack.DTYPES)
 @pytest.mark.parametrize("layout", dlpack.LAYOUTS)
 def test_conversion_keeps_values_dtype_and_shape(layout, dtype, path, observe):
-    cores.torchax_env()  # skips where the cell has no torch or torchax (the plain path needs torch too)
-    dlpack.conversion_case(layout, dtype, path, observe)
+    cores.dlpack_conversion(layout, dtype, path, observe)  # skips where the cell has no torch or torchax

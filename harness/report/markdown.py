@@ -8,6 +8,7 @@ from typing import Any
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
 from harness.report.model import cell_rank, differing_versions, iter_results
+from harness.report.opcoverage import render_op_coverage_markdown
 from harness.report.standalone import shown_sources
 
 _NEWS_ORDER = ("regression", "fixed", "crash", "timeout", "env-error", "incomplete", "api-drift")
@@ -87,6 +88,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if since:
         out += since.strip("\n").splitlines() + [""]
     out += render_coverage_markdown(report.get("coverage") or coverage_gaps(report))
+    out += render_op_coverage_markdown(report)  # torchax_ops: OpInfo entries that are not cases, and why
     known = by_verdict.get("known-bug", [])
     if known:
         out += ["## Known upstream bugs seen", "", "| issue | cells | cases |", "|---|---|---|"]

@@ -1,0 +1,383 @@
+"""torchax_ops scenario cores: one OpInfo op, one dtype, one path (torchax eager, or traced under
+jax.jit), every sample (capped in `ci`) against torch eager on CPU.
+
+Plain functions over their inputs, called by the tests and inlined by `harness report` into
+standalone reproducers (see suites/compute_on/cores.py for the rules): the case id's parts
+(`aten.floor_divide-float32-jit`) are `op_case`'s leading arguments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from harness.incell.compat import require, torch_api
+from suites.torchax_ops.dlpack import conversion_case
+from suites.torchax_ops.modules import buffers_case, forward_case
+from suites.torchax_ops.opspace import opinfo, sample_cap
+
+# torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
+# with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
+_TORCH_DEFAULT_TOL = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+                      "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
+
+
+def torchax_env() -> Any:
+    """torchax's default environment (skips where the cell has no torch or no torchax)."""
+    require("torch")
+    require("torchax")
+    require("torchax.interop")
+    return torch_api.torchax_entry("default_env")()
+
+
+@contextlib.contextmanager
+def x64(on: bool):
+    """jax_enable_x64 for the block, restored after (other cases must not see it)."""
+    import jax
+
+    old = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", on)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", old)
+
+
+def x64_for(dtype: str) -> bool:
+    """64-bit dtypes run with jax_enable_x64 on, as a user who needs them has it (without it JAX
+    has no float64/int64 and torchax narrows them: a known issue of its own, not an op's)."""
+    return dtype in ("float64", "int64")
+
+
+def tolerance(info: Any, dtype: str, out_dtype: str | None = None) -> tuple[float, float, str]:
+    """(rtol, atol, where from) for this OpInfo, sample dtype and output dtype: torch's default for
+    the output's dtype (exact for integers and bool), widened to the largest toleranceOverride /
+    precisionOverride the OpInfo declares for the sample dtype on CPU (OpInfo keys them so)."""
+    import torch
+
+    rtol, atol = _TORCH_DEFAULT_TOL.get(out_dtype or dtype, (0.0, 0.0))
+    source = "torch.testing default"
+    tdtype = getattr(torch, dtype)
+    for deco, d in _decorators(info):
+        if getattr(deco, "device_type", None) not in (None, "cpu"):
+            continue
+        table = getattr(d, "d", None)
+        if not isinstance(table, dict) or tdtype not in table:
+            continue
+        value = table[tdtype]
+        if hasattr(value, "atol"):  # toleranceOverride: tol(atol, rtol)
+            if value.atol > atol or value.rtol > rtol:
+                atol, rtol, source = max(atol, value.atol), max(rtol, value.rtol), f"OpInfo toleranceOverride ({_where(deco)})"
+        elif isinstance(value, float) and value > atol:  # precisionOverride: an atol
+            atol, source = value, f"OpInfo precisionOverride ({_where(deco)})"
+    return rtol, atol, source
+
+
+def _decorators(info: Any) -> list[tuple[Any, Any]]:
+    """(DecorateInfo or the bare decorator, each decorator it applies) for an OpInfo."""
+    out = []
+    for deco in getattr(info, "decorators", ()) or ():
+        inner = getattr(deco, "decorators", None)
+        out.extend((deco, d) for d in inner) if inner is not None else out.append((deco, deco))
+    return out
+
+
+def _where(deco: Any) -> str:
+    return f"{getattr(deco, 'cls_name', None) or 'any test'}.{getattr(deco, 'test_name', None) or 'any'}"
+
+
+def comparable(info: Any, dtype: str) -> str:
+    """'' when the op's values are comparable across devices; else OpInfo's reason why not (it
+    skips its own CPU-vs-device comparison, TestCommon.test_compare_cpu: empty_like, random ops)."""
+    import torch
+
+    tdtype = getattr(torch, dtype)
+    for deco, d in _decorators(info):
+        if (getattr(deco, "cls_name", None), getattr(deco, "test_name", None)) != ("TestCommon", "test_compare_cpu"):
+            continue
+        if deco.device_type not in (None, "cpu") or (deco.dtypes is not None and tdtype not in deco.dtypes):
+            continue
+        cells = [c.cell_contents for c in (getattr(d, "__closure__", None) or ()) if isinstance(c.cell_contents, str)]
+        if getattr(d, "__name__", "") == "decorator" or cells:  # unittest.skip / skipIf
+            return "OpInfo skips test_compare_cpu" + (f": {cells[0]}" if cells else "")
+    return ""
+
+
+def _clone(tree: Any) -> Any:
+    import torch
+    from torch.utils import _pytree as pytree
+
+    return pytree.tree_map_only(torch.Tensor, lambda t: t.clone(), tree)
+
+
+def _call(info: Any, sample: Any, seed: int) -> Any:
+    import torch
+
+    torch.manual_seed(seed)
+    return info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
+
+
+def _on_jax(tree: Any) -> Any:
+    """The sample as torchax runs it: a device OpInfo names ('cpu', the device under test, as a
+    factory's device= or `to`'s argument) becomes 'jax', the device torchax's tensors live on."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    def swap(leaf: Any) -> Any:
+        if isinstance(leaf, torch.device) or (isinstance(leaf, str) and leaf == "cpu"):
+            return "jax" if str(leaf) == "cpu" else leaf
+        return leaf
+
+    return pytree.tree_map(swap, tree)
+
+
+def _torchax_eager(env: Any, info: Any, sample: Any) -> Any:
+    import torch
+
+    args, kwargs = env.to_xla(_on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs))))
+    torch.manual_seed(0)
+    with env:
+        return info(*args, **kwargs)
+
+
+def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
+    """The call traced: its tensors are jax.jit arguments, everything else closed over as static."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    tree = _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs)))
+    leaves, spec = pytree.tree_flatten(tree)
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def traced(*tensors):
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        args, kwargs = pytree.tree_unflatten(filled, spec)
+        out = info(*args, **kwargs)
+        # torch.return_types (max.dim, sort, ...) are no JAX pytree: returned as they are, jax.jit
+        # refuses every such op (pinned once in test_jit_boundary.py); as a tuple, the op is tested
+        return tuple(out) if _is_structseq(out) else out
+
+    tensors = env.to_xla(tuple(leaves[i] for i in where))
+    torch.manual_seed(0)
+    return torch_api.torchax_entry("interop.jax_jit")(traced)(*tensors)
+
+
+def _is_structseq(x: Any) -> bool:
+    return type(x).__module__ == "torch.return_types"
+
+
+def _chosen(samples: list[Any], cap: int | None) -> list[tuple[int, Any]]:
+    """(index, sample) to run: all of them, or under a cap the largest (by tensor elements, the
+    earlier on a tie): most values per compile, and the likeliest to hold ties and negatives."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    def size(s: Any) -> int:
+        leaves = pytree.tree_leaves((s.input, s.args, s.kwargs))
+        return sum(t.numel() for t in leaves if isinstance(t, torch.Tensor))
+
+    indexed = list(enumerate(samples))
+    if cap is None:
+        return indexed
+    return sorted(sorted(indexed, key=lambda t: -size(t[1]))[:cap])
+
+
+def _isolated(run: Any, env: Any, info: Any, sample: Any) -> Any:
+    """One torchax call from a known PRNG state, checked to leave that state concrete: a random op
+    traced under jax.jit that stores its tracer in the env's key (google/torchax#17) fails here,
+    in the call that leaked it, not in whichever random op runs next."""
+    env.manual_seed(0)
+    out = run(env, info, sample)
+    key = getattr(env, "prng_key", None)
+    if "Tracer" in type(key).__name__:
+        env.manual_seed(0)
+        raise AssertionError(f"the call left a JAX tracer ({type(key).__name__}) as the env's PRNG key (it escaped the trace)")
+    return out
+
+
+def _leaves(tree: Any) -> list[Any]:
+    from torch.utils import _pytree as pytree
+
+    # torch.return_types (namedtuples) and tuples/lists compare by their leaves in order
+    return pytree.tree_leaves(tuple(tree) if isinstance(tree, (tuple, list)) else tree)
+
+
+def _compare(ref: Any, got: Any, dtype: str, info: Any, values: bool) -> float:
+    """Raise AssertionError unless got matches ref leaf for leaf; the largest abs error seen."""
+    import torch
+
+    tensor_type = require("torchax.tensor").Tensor
+    rl, gl = _leaves(ref), _leaves(got)
+    assert len(rl) == len(gl), f"{len(gl)} output leaves where torch gives {len(rl)}"
+    worst = 0.0
+    for n, (r, g) in enumerate(zip(rl, gl)):
+        if not isinstance(r, torch.Tensor):
+            g = g.torch() if isinstance(g, tensor_type) else g
+            assert not isinstance(g, torch.Tensor) or g.numel() == 1, f"output {n}: a tensor where torch gives {r!r}"
+            g = g.item() if isinstance(g, torch.Tensor) else g
+            assert g == r or (r != r and g != g), f"output {n}: {g!r} where torch gives {r!r}"
+            continue
+        assert isinstance(g, tensor_type), \
+            f"output {n}: {type(g).__module__}.{type(g).__name__} where a torchax Tensor is due (it left the env)"
+        g = g.torch()
+        assert tuple(g.shape) == tuple(r.shape), f"output {n}: shape {tuple(g.shape)} where torch gives {tuple(r.shape)}"
+        assert g.dtype == r.dtype, f"output {n}: dtype {g.dtype} where torch gives {r.dtype}"
+        if not values or r.numel() == 0:
+            continue
+        rtol, atol, _ = tolerance(info, dtype, str(r.dtype).removeprefix("torch."))
+        if r.is_floating_point() or r.is_complex():
+            diff = (g.double() - r.double()).abs()
+            finite = torch.isfinite(diff)
+            worst = max(worst, float(diff[finite].max()) if bool(finite.any()) else 0.0)
+        torch.testing.assert_close(g, r, rtol=rtol, atol=atol, equal_nan=True, check_dtype=False,
+                                   check_stride=False, check_device=False, msg=lambda m, n=n: f"output {n}: {m}")
+    return worst
+
+
+def op_case(key: str, dtype: str, path: str, observe) -> None:
+    """torch eager on CPU vs torchax (`eager` in its env, or `jit`: traced under jax.jit) for every
+    sample OpInfo gives this op in this dtype (the largest one under the `ci` cap), plus a copy of
+    it with tied values where the op returns indices of floating inputs (argmax's first maximum):
+    same raising, output leaves, shapes, dtypes, values."""
+    torch = require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    cap = sample_cap()
+    rtol, atol, tol_source = tolerance(info, dtype)
+    stats = {"samples": 0, "torch_raised": 0, "rng_dependent": False, "max_abs_err": 0.0, "tie_samples": 0}
+    failures: list[str] = []
+    with x64(x64_for(dtype)):
+        torch.manual_seed(0)  # OpInfo draws sample values from torch's global generator
+        samples = list(info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False))
+        for i, sample in _chosen(samples, cap):
+            ref = _check_sample(info, sample, str(i), dtype, path, env, stats, failures)
+            if _returns_indices(ref, sample):
+                stats["tie_samples"] += 1
+                _check_sample(info, _with_ties(sample), f"{i} with ties", dtype, path, env, stats, failures)
+    why_not = comparable(info, dtype)
+    observe.record(**stats, sample_cap=cap, failing_samples=len(failures), values_compared=not why_not,
+                   not_comparable=why_not or None, rtol=rtol, atol=atol, tolerance_from=tol_source, x64=x64_for(dtype))
+    if stats["samples"] == 0:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name} yields no sample for {dtype} on cpu")
+    assert not failures, f"{len(failures)} of {stats['samples']} samples differ from torch eager; " + " | ".join(failures[:3])
+
+
+def _check_sample(info: Any, sample: Any, label: str, dtype: str, path: str, env: Any, stats: dict,
+                  failures: list[str]) -> Any:
+    """One sample through torch and torchax; a difference is appended to failures. The reference."""
+    run = _torchax_eager if path == "eager" else _torchax_jit
+    stats["samples"] += 1
+    try:
+        ref = _call(info, sample, 0)
+    except Exception as exc:  # torch refuses this sample: torchax must refuse it too
+        stats["torch_raised"] += 1
+        try:
+            _isolated(run, env, info, sample)
+        except Exception:
+            return None
+        failures.append(f"sample {label}: torch raised {type(exc).__name__}, torchax {path} returned")
+        return None
+    # an output that depends on the RNG (bernoulli, dropout, randn_like) is compared by
+    # structure, shape and dtype only: its values are torch's stream, not the op's semantics
+    rng = not _same(ref, _call(info, sample, 1))
+    stats["rng_dependent"] |= rng
+    try:
+        got = _isolated(run, env, info, sample)
+    except Exception as exc:
+        failures.append(f"sample {label}: torch returned, torchax {path} raised {type(exc).__name__}: {_short(exc)}")
+        return ref
+    try:
+        err = _compare(ref, got, dtype, info, values=not (comparable(info, dtype) or rng))
+        stats["max_abs_err"] = max(stats["max_abs_err"], err)
+    except AssertionError as exc:
+        failures.append(f"sample {label} ({_describe(sample)}): {_short(exc)}")
+    return ref
+
+
+def _returns_indices(ref: Any, sample: Any) -> bool:
+    """An op that answers with int64 positions into a floating input (argmax, sort, max.dim, topk)."""
+    import torch
+
+    floating = isinstance(sample.input, torch.Tensor) and sample.input.is_floating_point() and sample.input.numel() > 1
+    return floating and any(isinstance(t, torch.Tensor) and t.dtype == torch.int64 for t in _leaves(ref))
+
+
+def _with_ties(sample: Any) -> Any:
+    """The sample with its floating input reduced to its signs (-1, 0, 1), so every row holds equal
+    values: where torch documents which of equal elements wins (argmax, max.dim: the first),
+    torchax must agree."""
+    import copy
+
+    tied = copy.copy(sample)
+    tied.input = sample.input.sign()
+    return tied
+
+
+def _same(a: Any, b: Any) -> bool:
+    import torch
+
+    la, lb = _leaves(a), _leaves(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(torch.nan_to_num(x.detach()), torch.nan_to_num(y.detach())):
+                return False
+        elif not isinstance(x, torch.Tensor) and x != y and x == x:
+            return False
+    return True
+
+
+def _short(exc: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _describe(sample: Any) -> str:
+    """A sample in one line: its tensor shapes and dtypes, its other arguments."""
+    import torch
+
+    def one(x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            return f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}"
+        if isinstance(x, (list, tuple)):
+            return "[" + ", ".join(one(v) for v in x) + "]"
+        return repr(x)
+
+    parts = [one(sample.input), *(one(a) for a in sample.args), *(f"{k}={one(v)}" for k, v in sample.kwargs.items())]
+    return _short(", ".join(parts), 200)
+
+
+def generated_forward(program: list[str], width: int, batch: int, seed: int, observe) -> None:
+    """test_modules.py's forward property on one program (its core, for the standalone export)."""
+    torchax_env()
+    forward_case(program, width, batch, seed, observe)
+
+
+def generated_buffers(program: list[str], width: int, batch: int, seed: int, observe) -> None:
+    """test_modules.py's buffer property on one program."""
+    torchax_env()
+    buffers_case(program, width, batch, seed, observe)
+
+
+def dlpack_conversion(layout: str, dtype: str, path: str, observe) -> None:
+    """test_dlpack.py's case (its core, for the standalone export)."""
+    torchax_env()
+    conversion_case(layout, dtype, path, observe)
+
+
+# the properties' pinned example: every step of the grammar once
+EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_generator", "int_index", "mask_assign",
+                          "slice_assign", "input_inplace", "counter", "batchnorm", "promote", "linear", "tanh"],
+              "width": 3, "batch": 4, "seed": 0}
+
+CORES = {
+    "test_ops.py::test_op": op_case,
+    "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
+    "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),
+    "test_modules.py::test_generated_forward_updates_buffers_as_torch_eager": (generated_buffers, EVERY_STEP),
+}

@@ -1,0 +1,145 @@
+"""The op space of this family, derived, never listed: PyTorch's OpInfo database (`op_db`) against
+the aten registry of the torchax installed in the cell.
+
+An OpInfo names its aten op (`OpInfo.aten_name`, resolved in `torch.ops.aten`); torchax registers
+an op as a lowering (`torchax.ops.ops_registry.all_aten_ops`, filled when `torchax.ops.jaten`
+imports) or as a decomposition (`torchax.decompositions.DECOMPOSITIONS`). Every OpInfo whose aten
+op torchax registers either way is a case; every other OpInfo is a row of the coverage table with
+its reason (no aten op of that name, or an aten op torchax does not register).
+
+Everything here is computed from the packages at collection; nothing is cached across versions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+# The dtypes the issue names; float64 and int64 need jax_enable_x64 (see cores.x64_for).
+DTYPES = ("float32", "float64", "bfloat16", "int64", "bool")
+PATHS = ("eager", "jit")
+# Samples per (op, dtype) in the `ci` hypothesis profile (bounded cell time: the largest sample, see
+# cores._chosen); `nightly` runs every sample OpInfo yields. SEAMS_OPINFO_SAMPLES overrides both
+# (0 = every sample).
+CI_SAMPLES = 1
+
+
+def sample_cap() -> int | None:
+    """How many OpInfo samples a case runs: None for all of them."""
+    given = os.environ.get("SEAMS_OPINFO_SAMPLES", "")
+    if given.strip().isdigit():
+        return int(given) or None
+    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_SAMPLES
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One OpInfo as this family sees it: its case key and how torchax covers its aten op."""
+
+    key: str          # the case id's op part: aten.floor_divide, aten.max(reduction_with_dim)
+    name: str         # OpInfo.name
+    variant: str      # OpInfo.variant_test_name
+    aten: str         # OpInfo.aten_name
+    covered_by: str   # "lowering", "decomposition", or "" (not registered)
+    reason: str       # why it is not a case ("" when it is)
+
+
+def _safe(text: str) -> str:
+    """A name fit for a case id (its parts are split on '-' by the standalone exporter)."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", text)
+
+
+def op_db() -> list[Any]:
+    """PyTorch's OpInfo database (imports expecttest; skips where the cell lacks it)."""
+    from harness.incell.compat import require
+
+    require("torch")
+    require("expecttest")
+    return require("torch.testing._internal.common_methods_invocations").op_db
+
+
+def _packet_name(op: Any) -> str | None:
+    """'floor_divide' for aten.floor_divide and any of its overloads; None for a torch function."""
+    packet = getattr(op, "overloadpacket", op)
+    qualified = getattr(packet, "_qualified_op_name", "")
+    return qualified.split("::", 1)[1] if qualified.startswith("aten::") else None
+
+
+def torchax_registry() -> dict[str, str]:
+    """aten op name -> 'lowering' or 'decomposition', as the installed torchax registers it."""
+    from harness.incell.compat import require
+
+    require("torchax")
+    require("torchax.ops.jaten")  # importing it fills the registry (torchax's own load_ops does the same)
+    registry = require("torchax.ops.ops_registry")
+    decomps = require("torchax.decompositions")
+    out: dict[str, str] = {}
+    for op in getattr(decomps, "DECOMPOSITIONS", {}):
+        if (name := _packet_name(op)):
+            out[name] = "decomposition"
+    for op in registry.all_aten_ops:
+        if (name := _packet_name(op)):
+            out[name] = "lowering"  # a lowering wins: torchax looks lowerings up first
+    return out
+
+
+@lru_cache(maxsize=1)
+def entries() -> tuple[OpEntry, ...]:
+    """Every OpInfo of op_db with its key and coverage, in op_db's order."""
+    db = op_db()  # first: it skips where torch or expecttest is not installed
+    registry = torchax_registry()
+    import torch
+
+    raw = []
+    for info in db:
+        aten = info.aten_name or info.name
+        resolvable = hasattr(torch.ops.aten, aten) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", aten) else False
+        covered = registry.get(aten, "") if resolvable else ""
+        if not resolvable:
+            reason = f"no aten op named {aten!r} (OpInfo of a composite or Python-level function)"
+        elif not covered:
+            reason = f"aten.{aten} is not registered by torchax (no lowering, no decomposition)"
+        else:
+            reason = ""
+        base = f"aten.{_safe(aten)}" + (f"({_safe(info.variant_test_name)})" if info.variant_test_name else "")
+        raw.append((base, info, aten, covered, reason))
+    # two OpInfos on one aten op (nn.functional.relu6 and a method variant, say) keep apart by name
+    counts: dict[str, int] = {}
+    for base, *_ in raw:
+        counts[base] = counts.get(base, 0) + 1
+    out = []
+    for base, info, aten, covered, reason in raw:
+        key = base if counts[base] == 1 else f"{base}@{_safe(info.name)}"
+        out.append(OpEntry(key, info.name, info.variant_test_name, aten, covered, reason))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def opinfo(key: str) -> Any:
+    """The OpInfo behind a case key."""
+    by_key = {e.key: i for i, e in enumerate(entries())}
+    return op_db()[by_key[key]]
+
+
+def supported(key: str) -> list[str]:
+    """The family's dtypes this OpInfo says its op supports on CPU."""
+    import torch
+
+    have = opinfo(key).supported_dtypes("cpu")
+    return [d for d in DTYPES if getattr(torch, d) in have]
+
+
+def cases() -> list[tuple[str, str, str]]:
+    """(key, dtype, path) for every registered OpInfo, dtype it supports and path."""
+    return [(e.key, d, p) for e in entries() if e.covered_by for d in supported(e.key) for p in PATHS]
+
+
+def coverage() -> dict[str, Any]:
+    """The coverage table: every OpInfo, whether it is a case, and if not, why."""
+    rows = [{"opinfo": e.name + (f" ({e.variant})" if e.variant else ""), "aten": e.aten, "key": e.key,
+             "covered_by": e.covered_by or "not registered", "reason": e.reason} for e in entries()]
+    return {"in_opinfo": len(rows), "covered": sum(1 for r in rows if not r["reason"]),
+            "registered": len(torchax_registry()), "rows": rows}

@@ -1,0 +1,16 @@
+"""torch <-> JAX conversions with torchax's DLPack setting on and off, and the plain DLPack path,
+over layouts (transposed, sliced at an offset, size-1 dims with odd strides, 0-d) and dtypes
+(float32, bool, bfloat16, int8): values, dtype, shape; memory sharing recorded as a fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.torchax_ops import cores, dlpack
+
+
+@pytest.mark.parametrize("path", dlpack.PATHS)
+@pytest.mark.parametrize("dtype", dlpack.DTYPES)
+@pytest.mark.parametrize("layout", dlpack.LAYOUTS)
+def test_conversion_keeps_values_dtype_and_shape(layout, dtype, path, observe):
+    cores.dlpack_conversion(layout, dtype, path, observe)  # skips where the cell has no torch or torchax

@@ -31,6 +31,7 @@ class Entry:
     fallbacks: list[dict[str, Any]]  # absent inside try/except
     conditional: list[dict[str, Any]]  # absent behind hasattr / a version check: the bridge asks first
     accelerator_only: list[dict[str, Any]]
+    other_package: list[dict[str, Any]]  # torchvision::, xla:: operators: not torch's to have
     unimportable: list[dict[str, Any]]
     deprecated: list[dict[str, Any]]
     cells: list[str] = field(default_factory=list)
@@ -39,7 +40,8 @@ class Entry:
         """`333 used; 1 missing, 1 fallback` (the zero counts left out)."""
         parts = [(len(self.missing), "missing"), (len(self.fallbacks), "fallback"),
                  (len(self.conditional), "asked first"), (len(self.unimportable), "unimportable"),
-                 (len(self.accelerator_only), "accelerator-only"), (len(self.deprecated), "deprecated")]
+                 (len(self.accelerator_only), "accelerator-only"),
+                 (len(self.other_package), "another package's"), (len(self.deprecated), "deprecated")]
         shown = ", ".join(f"{n} {what}" for n, what in parts if n)
         return f"{self.used} used" + (f"; {shown}" if shown else "; all present")
 
@@ -81,7 +83,8 @@ def census_tables(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 table["entries"][(row, col)] = Entry(
                     used=int(rec.get("used") or 0), missing=_entries(rec, "absent", "none"),
                     fallbacks=_entries(rec, "absent", "try"), conditional=_entries(rec, "absent", "conditional"),
-                    accelerator_only=_entries(rec, "accelerator_only"), unimportable=_entries(rec, "unimportable"),
+                    accelerator_only=_entries(rec, "accelerator_only"),
+                    other_package=_entries(rec, "other_package"), unimportable=_entries(rec, "unimportable"),
                     deprecated=_entries(rec, "deprecated"))
             table["entries"][(row, col)].cells.append(cell)
     for table in tables.values():

@@ -7,7 +7,7 @@ and read with suites.coexist.scan; the names are checked by suites.coexist.resol
     {"bridge": "torchax", "dist": "torch-xla", "version": "2.9.0", "kind": "jax" | "torch-ops",
      "against": {"jax": "0.7.1"}, "used": 333, "sites": 1402,
      "present": [names], "absent": [{"api", "guard", "sites": ["torchax/x.py:12", ...], "detail"}],
-     "unimportable": [...], "accelerator_only": [...], "deprecated": [{"api", "sites", "detail"}]}
+     "unimportable": [...], "accelerator_only": [...], "other_package": [...], "deprecated": [{"api", "sites", "detail"}]}
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ class Bridge:
     package_dir: Path
     dist: str  # the distribution that installed it (torchax, or torch-xla for the bundled copy)
     version: str
+
+    @property
+    def label(self) -> str:
+        """`torchax 0.0.13`, or `torchax (bundled in torch-xla 2.9.0)`."""
+        if self.dist.replace("-", "_").lower() == self.module.lower():
+            return f"{self.module} {self.version}"
+        return f"{self.module} (bundled in {self.dist} {self.version})"
 
 
 def locate(module: str) -> Bridge | None:
@@ -125,6 +132,7 @@ def take_census(module: str, kind: str) -> dict[str, Any]:
             "absent": [keep(e, "detail") for e in entries if e["status"] == "absent"],
             "unimportable": [keep(e, "detail") for e in entries if e["status"] == "unimportable"],
             "accelerator_only": [keep(e, "detail") for e in entries if e["status"] == "accelerator-only"],
+            "other_package": [keep(e) for e in entries if e["status"] == "other-package"],
             "deprecated": [keep(e, "deprecated") for e in entries if e.get("deprecated")]}
 
 

@@ -35,7 +35,7 @@ def bridge_uses_only_jax_apis_the_cell_has(bridge, observe=None):
     if observe is not None:
         observe["census"] = found
     missing = [e for e in found["absent"] if e["guard"] == "none"]
-    assert not missing, (f"{bridge} {b.version} ({b.dist}) uses {len(missing)} jax API(s) that jax "
+    assert not missing, (f"{b.label} uses {len(missing)} jax API(s) that jax "
                          f"{found['against'].get('jax')} lacks:\n  {describe(missing)}")
 
 
@@ -47,7 +47,7 @@ def torchax_registers_only_torch_ops_the_cell_has(observe=None):
     if observe is not None:
         observe["census"] = found
     missing = [e for e in found["absent"] if e["guard"] == "none"]
-    assert not missing, (f"torchax {b.version} ({b.dist}) names {len(missing)} torch operator(s) that torch "
+    assert not missing, (f"{b.label} names {len(missing)} torch operator(s) that torch "
                          f"{found['against'].get('torch')} lacks:\n  {describe(missing)}")
 
 
@@ -59,7 +59,7 @@ def bridge_has_no_silent_fallbacks(bridge, observe=None):
     guarded = [e for kind in kinds for e in take_census(bridge, kind)["absent"] if e["guard"] == "try"]
     if observe is not None:
         observe["silent_fallbacks"] = [e["api"] for e in guarded]
-    assert not guarded, (f"{bridge} {b.version} ({b.dist}) uses {len(guarded)} API(s) this cell lacks inside "
+    assert not guarded, (f"{b.label} uses {len(guarded)} API(s) this cell lacks inside "
                          f"try/except, so it falls back without saying so:\n  {describe(guarded)}")
 
 

@@ -9,6 +9,8 @@ other case's behaviour. For each name it answers {"status", "api", "detail"}:
 - absent: a part is missing (`detail` names the part and the error);
 - unimportable: the module exists but importing it raises (a missing optional package such as
   tensorflow for jax.experimental.jax2tf): a dependency finding, not an API one;
+- other-package: an operator in a namespace torch itself does not register (torchvision::,
+  xla::): whether it exists says nothing about torch;
 - `deprecated` (beside present) holds the DeprecationWarning the lookup raised.
 """
 
@@ -70,6 +72,14 @@ def resolve_jax(name: str) -> dict[str, Any]:
     return {"status": "present", "api": name, "deprecated": deprecated}
 
 
+def _torch_namespaces() -> set[str]:
+    """The operator namespaces torch registers itself (aten, prims, quantized, ...)."""
+    import torch
+
+    names = getattr(torch._C, "_dispatch_get_all_op_names", None)
+    return {n.split("::")[0] for n in names()} if names else set()
+
+
 def resolve_torch_op(name: str) -> dict[str, Any]:
     """torch.ops.NS.OP[.OVERLOAD]: the packet must exist, and the overload among its overloads."""
     parts = name.split(".")
@@ -81,6 +91,9 @@ def resolve_torch_op(name: str) -> dict[str, Any]:
     try:
         packet = getattr(getattr(torch.ops, ns), op)
     except Exception as exc:  # noqa: BLE001 - AttributeError or RuntimeError from the dispatcher: absent
+        if ns not in _torch_namespaces():  # torchvision::, xla::: registered by that package when imported
+            return {"status": "other-package", "api": ".".join(parts[:4]),
+                    "detail": f"torch itself registers no {ns}:: operator (another package does, when imported)"}
         return {"status": "absent", "api": ".".join(parts[:4]), "detail": f"{type(exc).__name__}: {exc}"}
     if len(parts) == 4:
         return {"status": "present", "api": name}

@@ -46,10 +46,10 @@ class Bridge:
 
     @property
     def label(self) -> str:
-        """`torchax 0.0.13`, or `torchax (bundled in torch-xla 2.9.0)`."""
+        """`torchax 0.0.13`, or `torchax bundled in torch-xla 2.9.0`."""
         if self.dist.replace("-", "_").lower() == self.module.lower():
             return f"{self.module} {self.version}"
-        return f"{self.module} (bundled in {self.dist} {self.version})"
+        return f"{self.module} bundled in {self.dist} {self.version}"
 
 
 def locate(module: str) -> Bridge | None:

@@ -12,6 +12,7 @@ import pytest
 
 from harness.incell.compat import NOT_IN_CELL
 from suites.coexist.census import Bridge, describe, locate, take_census
+from suites.coexist.living import BASELINE, differences, facts
 
 
 def _need(module: str) -> Bridge:
@@ -63,8 +64,38 @@ def bridge_has_no_silent_fallbacks(bridge, observe=None):
                          f"try/except, so it falls back without saying so:\n  {describe(guarded)}")
 
 
+def torch_feature_is_unchanged_by_importing(bridge, feature, observe=None):
+    """After importing the bridge (and jax), a torch feature behaves as in a fresh process without it."""
+    b = _need(bridge)
+    _need_package("jax")
+    fresh = facts(BASELINE)[feature]
+    after = facts((bridge, "jax"))[feature]
+    if observe is not None:
+        observe["facts"] = {"fresh process": fresh, f"after import {bridge}": after}
+    diffs = differences(fresh, after)
+    assert not diffs, (f"after `import {bridge}` ({b.label}), torch's {feature} differs from a fresh process "
+                       f"without it:\n  " + "\n  ".join(diffs))
+
+
+def import_order_gives_the_same_results(bridge, observe=None):
+    """jax imported first, then the bridge, gives what the bridge first, then jax gives: torch's
+    features, jax's state and a call through the bridge."""
+    b = _need(bridge)
+    _need_package("jax")
+    jax_first = facts(("jax", bridge), compile_too=False)  # torch.compile is compared by the case above
+    bridge_first = facts((bridge, "jax"))
+    if observe is not None:
+        observe["facts"] = {"jax first": jax_first, f"{bridge} first": bridge_first}
+    diffs = [f"{group}: {d}" for group in sorted(set(jax_first) | set(bridge_first)) if group != "compile"
+             for d in differences(jax_first.get(group) or {}, bridge_first.get(group) or {})]
+    assert not diffs, (f"{b.label}: importing jax first, then {bridge}, differs from {bridge} first "
+                       f"(jax first -> {bridge} first):\n  " + "\n  ".join(diffs))
+
+
 CORES = {
     "test_census.py::test_bridge_uses_only_jax_apis_the_cell_has": bridge_uses_only_jax_apis_the_cell_has,
     "test_census.py::test_torchax_registers_only_torch_ops_the_cell_has": torchax_registers_only_torch_ops_the_cell_has,
     "test_census.py::test_bridge_has_no_silent_fallbacks": bridge_has_no_silent_fallbacks,
+    "test_living_together.py::test_torch_feature_is_unchanged_by_importing": torch_feature_is_unchanged_by_importing,
+    "test_living_together.py::test_import_order_gives_the_same_results": import_order_gives_the_same_results,
 }

@@ -55,7 +55,7 @@ def probe(order: str, compile_too: bool) -> None:
 
     torch.manual_seed(0)
     module = torch.nn.Linear(3, 2)
-    facts = {
+    found = {
         "compile": {
             "function of a tensor": compiled(lambda x: torch.sin(x) + 1, torch.arange(4.0)),
             "function without tensor inputs": compiled(no_tensor_inputs),
@@ -86,7 +86,7 @@ def probe(order: str, compile_too: bool) -> None:
         "autocast": {},
     }
     torch.manual_seed(1234)
-    facts["rng"] = {"rand(4)": torch.rand(4).tolist(), "randn(3)": torch.randn(3).tolist(),
+    found["rng"] = {"rand(4)": torch.rand(4).tolist(), "randn(3)": torch.randn(3).tolist(),
                     "randint(0, 100, (4,))": torch.randint(0, 100, (4,)).tolist(),
                     "randperm(5)": torch.randperm(5).tolist(), "initial_seed()": torch.initial_seed()}
 
@@ -94,17 +94,17 @@ def probe(order: str, compile_too: bool) -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             return str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)
 
-    facts["autocast"] = {"matmul under cpu bfloat16 autocast": attempt(autocast_dtype),
+    found["autocast"] = {"matmul under cpu bfloat16 autocast": attempt(autocast_dtype),
                          "autocast off outside": attempt(lambda: str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype))}
     if "jax" in order.split(","):
         import jax
         import jax.numpy as jnp
 
-        facts["jax"] = {"default_backend()": jax.default_backend(), "device_count()": jax.device_count(),
+        found["jax"] = {"default_backend()": jax.default_backend(), "device_count()": jax.device_count(),
                         "jax_enable_x64": bool(jax.config.jax_enable_x64),
                         "jnp.arange(3).dtype": str(jnp.arange(3).dtype),
                         "jnp.sin(jnp.arange(4.0))": [float(v) for v in jnp.sin(jnp.arange(4.0))]}
-        facts["scenario"] = {}
+        found["scenario"] = {}
         if "torchax" in order.split(","):
             import torchax
             import torchax.interop
@@ -115,7 +115,7 @@ def probe(order: str, compile_too: bool) -> None:
                     t = torch.arange(6.0, device="jax").reshape(2, 3)
                     return torchax.interop.call_jax(jnp.sin, t).cpu().tolist()
 
-            facts["scenario"]["torchax: call_jax(jnp.sin) on a torchax tensor"] = attempt(torchax_round_trip)
+            found["scenario"]["torchax: call_jax(jnp.sin) on a torchax tensor"] = attempt(torchax_round_trip)
         if "torch_xla" in order.split(","):
             def xla_call_jax():
                 import torch_xla.core.xla_builder as xb
@@ -124,8 +124,8 @@ def probe(order: str, compile_too: bool) -> None:
                 t = torch.arange(6.0).reshape(2, 3).to(xm.xla_device())
                 return xb.call_jax(jnp.sin, (t,)).cpu().tolist()
 
-            facts["scenario"]["torch_xla: call_jax(jnp.sin) on an XLA tensor"] = attempt(xla_call_jax)
-    print("SEAMS-FACTS " + _json.dumps(facts))
+            found["scenario"]["torch_xla: call_jax(jnp.sin) on an XLA tensor"] = attempt(xla_call_jax)
+    print("SEAMS-FACTS " + _json.dumps(found))
 
 
 @functools.lru_cache(maxsize=None)

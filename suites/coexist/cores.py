@@ -12,6 +12,7 @@ import pytest
 
 from harness.incell.compat import NOT_IN_CELL
 from suites.coexist.census import Bridge, describe, locate, take_census
+from suites.coexist.declared import imports_of, undeclared
 from suites.coexist.living import BASELINE, differences, facts
 
 
@@ -92,10 +93,24 @@ def import_order_gives_the_same_results(bridge, observe=None):
                        f"(jax first -> {bridge} first):\n  " + "\n  ".join(diffs))
 
 
+def bridge_imports_only_what_it_declares(bridge, observe=None):
+    """Importing the bridge and calling its entry points needs nothing its metadata does not declare."""
+    b = _need(bridge)
+    record = imports_of(bridge)
+    found = undeclared(b.dist, record)
+    if observe is not None:
+        observe["imports"] = {"steps": record["steps"], "undeclared": found}
+    assert not found, (f"{b.label}: importing it and calling its entry points needs {len(found)} package(s) "
+                       f"its metadata does not declare:\n  "
+                       + "\n  ".join(f"{e['package']} (imported by {e['module']}; installed: {e['installed']})"
+                                     for e in found))
+
+
 CORES = {
     "test_census.py::test_bridge_uses_only_jax_apis_the_cell_has": bridge_uses_only_jax_apis_the_cell_has,
     "test_census.py::test_torchax_registers_only_torch_ops_the_cell_has": torchax_registers_only_torch_ops_the_cell_has,
     "test_census.py::test_bridge_has_no_silent_fallbacks": bridge_has_no_silent_fallbacks,
     "test_living_together.py::test_torch_feature_is_unchanged_by_importing": torch_feature_is_unchanged_by_importing,
     "test_living_together.py::test_import_order_gives_the_same_results": import_order_gives_the_same_results,
+    "test_declared.py::test_bridge_imports_only_what_it_declares": bridge_imports_only_what_it_declares,
 }

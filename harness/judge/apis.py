@@ -175,6 +175,34 @@ def observed_apis(observations: Mapping[str, Any] | None, message: str | None) -
     return seen
 
 
+CENSUS = "census"  # observations key of the dependency API census (suites/coexist/census.py)
+
+
+def census_apis(observations: Mapping[str, Any] | None, ranges: Mapping[str, ApiRange]) -> dict[str, bool]:
+    """{api: present?} for the APIs a bridge's source uses that have a recorded range.
+
+    The census sees hundreds of APIs; only those with a range can be judged for drift (the rest's
+    absence is the census case's own finding, with the bridge's file and line). An absent entry
+    names the path up to its first missing part, so a missing module is judged under its own name.
+    """
+    rec = (observations or {}).get(CENSUS)
+    if not isinstance(rec, dict):
+        return {}
+    seen: dict[str, bool] = {}
+    for name in rec.get("present") or ():
+        if not isinstance(name, str):
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):  # jax.experimental.shard_map.shard_map present: its module is too
+            if ".".join(parts[:i]) in ranges:
+                seen[".".join(parts[:i])] = True
+    for entry in rec.get("absent") or ():
+        name = entry.get("api") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name in ranges:
+            seen[name] = False
+    return seen
+
+
 def api_drift(seen: Mapping[str, bool], versions: Mapping[str, str | None],
               ranges: Mapping[str, ApiRange]) -> list[ApiDrift]:
     """Every observation that contradicts its API's recorded range (or has no range to judge by)."""

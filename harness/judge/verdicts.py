@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from harness.judge.apis import ApiDrift, ApiRange, api_drift, observed_apis
+from harness.judge.apis import ApiDrift, ApiRange, api_drift, census_apis, observed_apis
 from harness.judge.expectations import Expectation
 from harness.judge.outcomes import FAILING_VERDICTS
 
@@ -47,7 +47,8 @@ def judge_case(raw: str, candidates: Sequence[Expectation], message: str | None,
                observations: Mapping[str, Any] | None, versions: Mapping[str, str | None],
                ranges: Mapping[str, ApiRange]) -> tuple[str, Expectation | ApiDrift | None]:
     """judge() with the API ranges applied to what the case observed: what the plugin and reports call."""
-    drift = api_drift(observed_apis(observations, message if raw == "skip" else None), versions, ranges)
+    seen = {**census_apis(observations, ranges), **observed_apis(observations, message if raw == "skip" else None)}
+    drift = api_drift(seen, versions, ranges)
     return judge(raw, candidates, message, drift)
 
 

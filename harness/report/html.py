@@ -18,6 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from harness.judge.coverage import coverage_gaps, gap_headline
+from harness.report.census import AGAINST, KIND_TITLES, census_headline, census_tables, findings
 from harness.report.opcoverage import op_coverage
 from harness.judge.outcomes import VERDICTS
 from harness.report.model import cell_versions, differing_versions
@@ -159,6 +160,9 @@ def render_html(report: dict[str, Any]) -> str:
     """The self-contained HTML report."""
     env = Environment(loader=PackageLoader("harness.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     gaps = report.get("coverage") or coverage_gaps(report)  # a report.json from before coverage was recorded
+    census = census_tables(report)
     return env.get_template("report.html.j2").render(data=script_json(compact_data(report)), counts=report["counts"],
                                                      generated_at=report["generated_at"], gaps=gaps,
-                                                     gaps_headline=gap_headline(gaps), ops=op_coverage(report))
+                                                     gaps_headline=gap_headline(gaps), ops=op_coverage(report), census=census,
+                                                     census_headline=census_headline(census), census_titles=KIND_TITLES,
+                                                     census_against=AGAINST, census_findings=findings(census))

@@ -89,6 +89,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         out += since.strip("\n").splitlines() + [""]
     out += render_coverage_markdown(report.get("coverage") or coverage_gaps(report))
     out += render_op_coverage_markdown(report)  # torchax_ops: OpInfo entries that are not cases, and why
+    from harness.report.census import render_census_markdown  # late: the census section uses this module's escaping
+
+    out += render_census_markdown(report)
     known = by_verdict.get("known-bug", [])
     if known:
         out += ["## Known upstream bugs seen", "", "| issue | cells | cases |", "|---|---|---|"]

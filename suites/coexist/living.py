@@ -1,0 +1,151 @@
+"""Living together: what torch (and jax) do in a fresh process after the packages are imported in
+a given order, compared between orders.
+
+`facts(order)` runs `probe` in a fresh interpreter of this cell (its source is sent with `-c`:
+it imports everything it uses itself) after importing the modules of `order` in that order, and
+returns what it saw, one group per feature. A fact that raised is recorded as the text
+`error: Type: message` of its root cause, so a feature that fails the same way in both processes compares equal,
+and one that starts failing after an import shows as a difference.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+PROBE_TIMEOUT_S = 240  # a fresh interpreter importing torch_xla (15-25 s of CPU) and compiling three functions
+BASELINE = ("torch",)
+TORCH_GROUPS = ("compile", "devices", "defaults", "dlpack", "rng", "autocast")
+
+
+def probe(order: str, compile_too: bool) -> None:
+    """Import the comma-separated modules of `order`, then print the facts as one JSON line
+    (torch.compile's only where `compile_too`: it costs an inductor build per process)."""
+    import importlib
+    import json as _json
+
+    for name in order.split(","):
+        importlib.import_module(name)
+    import torch
+
+    def attempt(fn):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - the failure is the fact compared
+            # its root cause: torch.compile wraps one failure as InductorError or BackendCompilerFailed
+            # depending on the path it took; what failed underneath is the fact
+            seen = [exc]
+            while (nxt := seen[-1].__cause__ or seen[-1].__context__) is not None and len(seen) < 20:
+                seen.append(nxt)
+            root = seen[-1]
+            return f"error: {type(root).__name__}: {str(root).splitlines()[0][:200] if str(root) else ''}"
+
+    def compiled(fn, *args):
+        if not compile_too:
+            return "not compiled in this process"
+        return attempt(lambda: torch.compile(fn)(*args).tolist())
+
+    def no_tensor_inputs():
+        return torch.ones(3) * 2
+
+    torch.manual_seed(0)
+    module = torch.nn.Linear(3, 2)
+    found = {
+        "compile": {
+            "function of a tensor": compiled(lambda x: torch.sin(x) + 1, torch.arange(4.0)),
+            "function without tensor inputs": compiled(no_tensor_inputs),
+            "module": compiled(module, torch.ones(3)),
+        },
+        "devices": {
+            "torch.cuda.is_available()": attempt(torch.cuda.is_available),
+            "torch.cuda.device_count()": attempt(torch.cuda.device_count),
+            "torch.accelerator.is_available()": attempt(lambda: torch.accelerator.is_available()),
+            "torch.accelerator.current_accelerator()": attempt(lambda: str(torch.accelerator.current_accelerator())),
+            "torch.backends.mps.is_available()": attempt(torch.backends.mps.is_available),
+            "torch.xpu.is_available()": attempt(lambda: torch.xpu.is_available()),
+            "privateuse1 backend name": attempt(torch._C._get_privateuse1_backend_name),
+        },
+        "defaults": {
+            "torch.get_default_dtype()": str(torch.get_default_dtype()),
+            "torch.get_default_device()": attempt(lambda: str(torch.get_default_device())),
+            "torch.empty(1).device": str(torch.empty(1).device),
+            "torch.tensor(1.0).dtype": str(torch.tensor(1.0).dtype),
+            "torch.tensor(1).dtype": str(torch.tensor(1).dtype),
+        },
+        "dlpack": {
+            "to_dlpack -> from_dlpack": attempt(lambda: torch.utils.dlpack.from_dlpack(
+                torch.utils.dlpack.to_dlpack(torch.arange(6.0).reshape(2, 3))).tolist()),
+            "torch.from_dlpack(tensor)": attempt(lambda: torch.from_dlpack(torch.arange(3)).tolist()),
+        },
+        "rng": {},
+        "autocast": {},
+    }
+    torch.manual_seed(1234)
+    found["rng"] = {"rand(4)": torch.rand(4).tolist(), "randn(3)": torch.randn(3).tolist(),
+                    "randint(0, 100, (4,))": torch.randint(0, 100, (4,)).tolist(),
+                    "randperm(5)": torch.randperm(5).tolist(), "initial_seed()": torch.initial_seed()}
+
+    def autocast_dtype():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)
+
+    found["autocast"] = {"matmul under cpu bfloat16 autocast": attempt(autocast_dtype),
+                         "autocast off outside": attempt(lambda: str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype))}
+    if "jax" in order.split(","):
+        import jax
+        import jax.numpy as jnp
+
+        found["jax"] = {"default_backend()": jax.default_backend(), "device_count()": jax.device_count(),
+                        "jax_enable_x64": bool(jax.config.jax_enable_x64),
+                        "jnp.arange(3).dtype": str(jnp.arange(3).dtype),
+                        "jnp.sin(jnp.arange(4.0))": [float(v) for v in jnp.sin(jnp.arange(4.0))]}
+        found["scenario"] = {}
+        if "torchax" in order.split(","):
+            import torchax
+            import torchax.interop
+
+            def torchax_round_trip():
+                env = torchax.default_env()
+                with env:
+                    t = torch.arange(6.0, device="jax").reshape(2, 3)
+                    return torchax.interop.call_jax(jnp.sin, t).cpu().tolist()
+
+            found["scenario"]["torchax: call_jax(jnp.sin) on a torchax tensor"] = attempt(torchax_round_trip)
+        if "torch_xla" in order.split(","):
+            def xla_call_jax():
+                import torch_xla.core.xla_builder as xb
+                import torch_xla.core.xla_model as xm
+
+                t = torch.arange(6.0).reshape(2, 3).to(xm.xla_device())
+                return xb.call_jax(jnp.sin, (t,)).cpu().tolist()
+
+            found["scenario"]["torch_xla: call_jax(jnp.sin) on an XLA tensor"] = attempt(xla_call_jax)
+    print("SEAMS-FACTS " + _json.dumps(found))
+
+
+@functools.lru_cache(maxsize=None)
+def facts(order: tuple[str, ...], compile_too: bool = True) -> dict[str, Any]:
+    """The probe's facts in a fresh interpreter of this cell after importing `order`, in order."""
+    script = inspect.getsource(probe) + f"\nprobe({','.join(order)!r}, {compile_too!r})\n"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=PROBE_TIMEOUT_S, env=dict(os.environ), cwd="/")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("SEAMS-FACTS ")]
+    if proc.returncode or not lines:
+        raise AssertionError(f"a fresh process importing {', '.join(order)} exited {proc.returncode} "
+                             f"without its facts: {proc.stderr.strip()[-1500:]}")
+    return json.loads(lines[-1].removeprefix("SEAMS-FACTS "))
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """`key: A -> B` for every fact that differs (one missing on a side is a difference too)."""
+    out = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key, "<not recorded>"), after.get(key, "<not recorded>")
+        if a != b:
+            out.append(f"{key}: {a!r} -> {b!r}")
+    return out

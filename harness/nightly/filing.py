@@ -28,6 +28,7 @@ from typing import Any, Callable
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
+from harness.report.grammar import is_node_id, is_package_name, is_version
 
 LABEL = "xla-seams-news"
 BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
@@ -57,7 +58,8 @@ def _pins(report: dict[str, Any], cell: str) -> dict[str, str]:
     for c in report["cells"]:
         if c["cell"] == cell:
             got = c.get("versions") or c.get("pins") or {}
-            return {k.replace("_", "-"): str(v) for k, v in got.items()}
+            # names and versions checked (they reach bisect's argv): anything else is not a pin to move
+            return {k.replace("_", "-"): v for k, v in got.items() if is_package_name(k) and is_version(v)}
     return {}
 
 
@@ -115,7 +117,7 @@ def commit_args(package: str, environ: dict[str, str] | None = None,
         subdir = env.get(f"SEAMS_SUBDIR_{key}", "").strip()
     if not repo:
         return []
-    return ["--to-commit", "--repo", repo] + (["--subdir", subdir] if subdir else [])
+    return ["--to-commit", f"--repo={repo}"] + ([f"--subdir={subdir}"] if subdir else [])  # values, never options
 
 
 def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path,
@@ -123,6 +125,8 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
         return "Not bisected: the whole cell failed (no test ran), see the reason above."
+    if not is_node_id(item["case"]):
+        return "Not bisected: the case id is not a pytest node id of this project (suites/FAMILY/test_X.py::test_Y[...])."
     bounds = bisect_bounds(old, new, item["cell"])
     if bounds is None:
         return ("Not bisected: no package version moved in this cell between the two nights, so the change "
@@ -133,11 +137,12 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
             and k in ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "optax")]
     regress = "pass" if item["kind"] == "fixed" else ("crash" if item["kind"] == "crash" else "fail")
     md = out / "bisect.md"
-    argv = [sys.executable, "-m", "harness", "bisect", item["case"], "--package", pkg, "--good", good, "--bad", bad,
-            f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
+    argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", f"--good={good}", f"--bad={bad}",
+            f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
     argv += commit_args(pkg, commits=commits)
+    argv += ["--", item["case"]]  # the test id is a positional value, never an option (`--script=PROGRAM`)
     # Its own process group, so the budget ends the bisection and every probe it started.
     # SEAMS_OWNER marks the probes' pytest too (own groups) and whatever their tests leave: all swept after.
     from harness import lifeline  # here: building the CLI's parser must not import it

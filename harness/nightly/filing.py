@@ -28,7 +28,6 @@ from typing import Any, Callable
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import UserError
-from harness.report.grammar import is_node_id, is_package_name, is_version
 
 LABEL = "xla-seams-news"
 BAD_NEW = {"regression", "crash", "timeout", "env-error", "incomplete"}
@@ -55,6 +54,8 @@ def marker(item: dict[str, Any]) -> str:
 
 
 def _pins(report: dict[str, Any], cell: str) -> dict[str, str]:
+    from harness.report.grammar import is_package_name, is_version  # here: building the parser imports no stage
+
     for c in report["cells"]:
         if c["cell"] == cell:
             got = c.get("versions") or c.get("pins") or {}
@@ -125,6 +126,8 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
         return "Not bisected: the whole cell failed (no test ran), see the reason above."
+    from harness.report.grammar import is_node_id
+
     if not is_node_id(item["case"]):
         return "Not bisected: the case id is not a pytest node id of this project (suites/FAMILY/test_X.py::test_Y[...])."
     bounds = bisect_bounds(old, new, item["cell"])

@@ -135,7 +135,11 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if args.script and len(args.script) == 1 and args.script[0].endswith(".py") and not Path(args.script[0]).is_file():
         raise UserError(f"--script {args.script[0]}: no such file")
     if args.test_id:
+        from harness.report.grammar import is_node_id
         from harness.report.repro import test_source
+
+        if not is_node_id(args.test_id):  # e.g. an option-looking id from a report: never a pytest argument
+            raise UserError(f"test id {args.test_id!r} is not a pytest node id (suites/FAMILY/test_X.py::test_Y[PARAM])")
 
         if test_source(args.test_id) is None:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "

@@ -590,8 +590,9 @@ def _pytest_argv(python: Path, cell: Cell, results: Path,
                  skip: Sequence[str], pytest_args: Sequence[str], xdist: int = 0, timeout_s: int = 0,
                  serial: bool = False) -> list[str]:
     argv = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO),
-            "--seams-results", str(results), "--seams-cell", cell.name, "--seams-device", cell.device,
-            "--seams-pins", json.dumps(cell.pins), "-q", "-rfEsx",
+            # values from the matrix as --opt=VALUE: a name or pin can never be read as an option of its own
+            "--seams-results", str(results), f"--seams-cell={cell.name}", f"--seams-device={cell.device}",
+            f"--seams-pins={json.dumps(cell.pins)}", "-q", "-rfEsx",
             # One module that fails to import is recorded as its own error; the others still run.
             "--continue-on-collection-errors"]
     argv += xdist_args(xdist, list(pytest_args))

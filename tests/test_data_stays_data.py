@@ -34,11 +34,12 @@ from markdown_it import MarkdownIt  # noqa: E402
 
 from harness.cli import build_parser, main  # noqa: E402
 from harness.paths import REPO  # noqa: E402
+from harness.report.standalone import HEADER_LINES  # noqa: E402
 from tests.results_fixtures import PVARY, SHARD, case  # noqa: E402
 
 SCHEMAS = REPO / "harness" / "schema"
 CANARY = "seams_canary"
-KEY, VALUE, ITEM = "<key>", "<value>", "<item>"  # a mapping's key, a mapping's value, a list's item
+KEY, VALUE, ITEM = "KEY", "VALUE", "ITEM"  # a mapping's key, a mapping's value, a list's item
 EXAMPLES = settings(max_examples=3, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
@@ -46,9 +47,12 @@ EXAMPLES = settings(max_examples=3, deadline=None, derandomize=True, database=No
 # redirection: the Run block's PATH holds only stubs), and the same in UTF-7 behind a coding cookie.
 _PY = f"open({CANARY!r},'w')"
 _SH = f"echo x >{CANARY}"
-_UTF7 = ("\n" + _PY + "\n").encode("utf-7").decode("ascii")
+# A coding cookie on line 1 or 2 makes Python decode the lines after it: under raw_unicode_escape the
+# printable text `\u000a` is a newline, so a second value holding it becomes a line of code.
+_STAGE2 = '\\u000aopen("' + CANARY + '","w")#'
 PAYLOADS = [
-    f"x # -*- coding: utf-7 -*- {_UTF7}", f"coding:utf-7 {_UTF7}", f"coding={_UTF7}",
+    "coding:raw_unicode_escape", "# -*- coding: raw_unicode_escape -*-", "coding=unicode_escape", "coding:utf-7",
+    f"x'{_STAGE2}'", _STAGE2, f"coding:raw_unicode_escape {_STAGE2}", "\\x0a" + _PY,
     *(f"{sep}{_PY}{sep}" for sep in ("\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0c", "\x0b", "\x00", "\x1c")),
     f"'; {_SH}; '", f'"; {_SH}; "', f"$({_SH})", f"`{_SH}`", f"\n{_SH}\n", f"'\n{_SH}\n#'", f"\\\n{_SH}",
     f"'''\n{_PY}\n'''", f'"""\n{_PY}\n"""', f"'); {_PY}; ('", f'"); {_PY}; ("', f"{{{_PY}}}",
@@ -58,6 +62,8 @@ PAYLOADS = [
 ]
 hostile = st.one_of(
     st.builds(lambda a, p, b: a + p + b, st.text(max_size=3), st.sampled_from(PAYLOADS), st.text(max_size=3)),
+    # inside a real case id with a core, so the script is still exported: the parameter carries the payload
+    st.builds(lambda p: SHARD.replace("[base]", f"[base{p}]"), st.sampled_from(PAYLOADS)),
     st.text(alphabet=st.sampled_from(list("\n\r\x85\u2028\u2029\x00\x0b\x0c'\"`$;|&<>(){}#\\- =:x")), max_size=12),
 )
 
@@ -95,7 +101,7 @@ def put(doc: Any, path: tuple, value: Any) -> None:
     """Set value at path, making (or taking the first of) whatever the path walks through."""
     head, rest = path[0], path[1:]
     if head == KEY:
-        first = next(iter(doc), None)
+        first = next((k for k in doc if not k.startswith("$")), None)  # a record keeps its $report_type
         doc[value] = doc.pop(first) if first is not None else "0.6.0"
         return
     if head == ITEM:
@@ -162,8 +168,8 @@ def baseline_records() -> list[dict]:
             {"$report_type": "CellEnd", "complete": True, "status": "complete", "duration_s": 1.0}]
 
 
-def hostile_results(field: tuple, value: Any) -> list[dict]:
-    recs = baseline_records()
+def hostile_results(field: tuple, value: Any, recs: list[dict] | None = None) -> list[dict]:
+    recs = baseline_records() if recs is None else recs
     kind, path = field[0], field[1:]
     if path[:1] == ("seams",):  # the plugin's payload inside the failing TestReport
         target = next(r for r in recs if r["$report_type"] == "TestReport" and r["nodeid"] == SHARD and r["when"] == "call")
@@ -217,6 +223,14 @@ class Scratch:
                 self.run_python(path)
                 path.unlink()
 
+    @staticmethod
+    def check_script(text: str) -> None:
+        """By construction, not by payload: a script's only comments are the fixed header lines (a value
+        from the results is a literal, never a comment Python reads a coding cookie from)."""
+        comments = [ln for ln in text.splitlines() if ln.lstrip().startswith("#")]
+        assert comments == list(HEADER_LINES), comments
+        assert text.isascii() or all(ch.isprintable() or ch in "\n\t" for ch in text)
+
     def check(self, before: set[str]) -> None:
         """Nothing ran (no canary anywhere), nothing was written outside the output folder, every argv
         that ran pytest, the harness or bisect held its positional values after `--`."""
@@ -245,18 +259,22 @@ def _no_internal_error(argv: list[str]) -> tuple[int, str]:
 
 @pytest.mark.parametrize("field", RESULTS_FIELDS, ids=lambda f: "/".join(map(str, f)))
 @EXAMPLES
-@given(value=hostile)
-def test_a_hostile_results_field_never_runs(field, value):
+@given(value=hostile, with_known_issue=st.booleans(), second=st.none() | st.tuples(st.sampled_from(RESULTS_FIELDS), hostile))
+def test_a_hostile_results_field_never_runs(field, value, with_known_issue, second):
+    """One field hostile (each in turn), sometimes a second one too (a cookie in one, code in another)."""
     s = Scratch()
     try:
+        recs = hostile_results(field, value)
+        if second is not None:
+            recs = hostile_results(second[0], second[1], recs)
         results = s.root / f"{CELL}.jsonl"
-        results.write_text("".join(json.dumps(r) + "\n" for r in hostile_results(field, value)),
-                           encoding="utf-8", errors="surrogatepass")
+        results.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8", errors="surrogatepass")
         known = s.root / "known.yaml"
-        known.write_text(KNOWN)
+        known.write_text(KNOWN if with_known_issue else "issues: []\n")  # without one, the install line is line 2
         before = s.listing()
         _no_internal_error(["report", str(results), "--out", str(s.out), "--expectations", str(known)])
         for script in sorted((s.out / "repro").glob("*.py")):
+            s.check_script(script.read_text(encoding="utf-8", errors="surrogateescape"))
             s.run_python(script)
         for md in sorted((s.out / "repro").glob("*.md")):
             s.run_markdown(md.read_text(encoding="utf-8", errors="surrogateescape"))
@@ -349,3 +367,27 @@ def test_every_field_of_both_schemas_is_drawn():
     assert ("cases", ITEM, "id") in REPORT_FIELDS and ("cells", ITEM, "run_env", KEY) in REPORT_FIELDS
     assert ("cases", ITEM, "results", VALUE, "expectation", "link") in REPORT_FIELDS
     print(f"{len(RESULTS_FIELDS)} results fields, {len(REPORT_FIELDS)} report fields")
+
+
+def test_a_coding_cookie_in_the_case_id_and_code_in_the_install_line_do_not_run(tmp_path):
+    """The drill of issue 31: the id's parameter holds `coding:raw_unicode_escape` (line 1 of the old header)
+    and the install line `\\u000a` + code (line 2), which that cookie turned into a line of its own."""
+    s = Scratch()
+    try:
+        cookie = SHARD.replace("[base]", "[base coding:raw_unicode_escape]")
+        recs = hostile_results(("CellStart", "install_line"), f"pip install jax==0.6.0 'x{_STAGE2}'")
+        for r in recs:
+            if r.get("nodeid") == SHARD:
+                r["nodeid"] = cookie
+        (s.root / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        (s.root / "k.yaml").write_text("issues: []\n")
+        before = s.listing()
+        _no_internal_error(["report", str(s.root / "r.jsonl"), "--out", str(s.out), "--expectations", str(s.root / "k.yaml")])
+        scripts = sorted((s.out / "repro").glob("*.py"))
+        assert scripts, "the case still has its standalone script"
+        for script in scripts:
+            s.check_script(script.read_text())
+            s.run_python(script)
+        s.check(before)
+    finally:
+        s.close()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import math
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -112,6 +114,61 @@ def refuse_special(path: Path) -> None:
                 else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
                 else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
         raise UserError(f"{path}: is {kind}; an output replaces only a regular file: remove it or choose another --out")
+
+
+_RENAME_EXCHANGE, _AT_FDCWD = 2, -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the kernel, libc or
+    file system cannot."""
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(str(a)), _AT_FDCWD, os.fsencode(str(b)), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def switch_in_dir(new: Path, dest: Path) -> None:
+    """Put the folder `new` at `dest` as a whole, in one step where the system can (a reader sees the old
+    folder or the new one, never a mix), and remove the old one with everything in it: files an earlier
+    run left that this one did not write are gone. A symlink or special file at dest is refused, never
+    followed; rmtree unlinks symlinks inside the old folder without following them."""
+    refuse_special_dir(dest)
+    faults.point("rename", dest)
+    if not os.path.lexists(dest):
+        os.rename(new, dest)
+        return
+    if _exchange(new, dest):  # `new` now names the old folder
+        shutil.rmtree(new, ignore_errors=True)
+        return
+    aside = dest.with_name(f".{dest.name}.{os.getpid()}.old.tmp")
+    os.rename(dest, aside)
+    os.rename(new, dest)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def refuse_special_dir(path: Path) -> None:
+    """UserError unless `path` is absent or a real folder (not a symlink to one, not a file or device)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a file" if stat.S_ISREG(st.st_mode) else "a special file"
+        raise UserError(f"{path}: is {kind}, not a folder; an output folder is replaced only when it is a real one: "
+                        "remove it or choose another --out")
+
+
+def staging_dir(parent: Path, name: str) -> Path:
+    """A fresh folder beside the outputs (same file system: its contents rename into place), named *.tmp
+    so a leftover is recognisable."""
+    faults.point("mkdir", parent)
+    return Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
 
 
 def read_input(path: Path, limit: int, what: str) -> bytes:

@@ -34,7 +34,7 @@ from harness import __version__, faults, lifeline
 from harness.cells.cell import Cell
 from harness.cells.devices import available, not_run_reason
 from harness.cells.envs import Env, EnvError, ensure_env, verify
-from harness.cells.startup_env import drop_startup_vars
+from harness.cells.startup_env import caller_env, drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
 from harness.safeio import refuse_special
@@ -264,7 +264,8 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
     try:
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
                             **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env()})
+                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(),
+                            "dropped_env": caller_env(dict(os.environ))[2]})
         faults.point("rename", results)
         os.replace(tmp, results)
     except BaseException:
@@ -546,9 +547,12 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
     read_fd, write_fd = os.pipe()  # the lifeline: EOF in the child means the harness is gone
     stream_fd = stream.open_pipe()
     argv = [*argv[:3], "--seams-stream", str(stream_fd), *argv[3:]]  # after `python -m pytest`
-    child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
+    passed = caller_env(dict(os.environ))[0]  # the allow-list: nothing else of the caller's reaches the cell
+    child_env = {**passed, **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
                  "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device,
-                 lifeline.LIFELINE_ENV: str(read_fd)}
+                 lifeline.LIFELINE_ENV: str(read_fd),
+                 # RunInfo records each of these (values with credentials masked), so the report shows them
+                 "SEAMS_RECORD_ENV": ",".join(sorted({*passed, *cell.run_env()}))}
     child_env.pop("VIRTUAL_ENV", None)
     try:
         try:

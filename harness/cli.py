@@ -339,6 +339,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check_writable(args.out)  # a read-only or file --out: one line before any work
     check_writable(args.out / "results")
+    from harness.cells.envs import envs_root
+    from harness.cells.sources import repos_root
+
+    envs_root(), repos_root()  # SEAMS_ENVS_DIR=/dev/null and the like: one line before any cell starts
     if args.progress_events:
         _die_with_parent()
     jobs = args.jobs or default_jobs(cells)
@@ -496,6 +500,25 @@ COMMANDS = {"run": cmd_run, "report": cmd_report, "diff": cmd_diff, "matrix": cm
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, and turn UserError into one line with exit status 2."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `harness ... | head`: the reader went away; bad circumstances, not a harness bug
+        _quiet_stdout()
+        print("error: the output pipe was closed before the command finished", file=sys.stderr)
+        return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe again."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
@@ -509,6 +532,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        raise  # main() says it in one line
     except OSError as exc:  # a full or read-only disk is not a harness bug
         from harness.safeio import disk_error
 

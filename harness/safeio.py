@@ -171,6 +171,29 @@ def staging_dir(parent: Path, name: str) -> Path:
     return Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
 
 
+def folder_from_env(var: str, default: Path) -> Path:
+    """The folder an environment variable names (else default), or one UserError line when it cannot be
+    one: a device, a FIFO, a file, or a path through one (SEAMS_ENVS_DIR=/dev/null)."""
+    raw = os.environ.get(var) or ""
+    path = Path(raw) if raw else default
+    if "\0" in raw:
+        raise UserError(f"{var}={raw!r}: not a folder path (it holds a NUL)")
+    probe = path
+    while True:  # the folder itself if it exists, else the nearest ancestor that does
+        try:
+            st = os.stat(probe)
+        except FileNotFoundError:
+            if probe.parent == probe:
+                return path
+            probe = probe.parent
+            continue
+        except OSError as exc:  # a loop of symlinks, a path through a file (ENOTDIR), no permission
+            raise UserError(f"{var}={path}: cannot be used as a folder: {exc.strerror or exc}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{var}={path}: {probe} is not a folder; name a folder (or unset {var})")
+        return path
+
+
 def read_input(path: Path, limit: int, what: str) -> bytes:
     """A whole input file, or one UserError line: a FIFO, socket or device is refused (reading one
     could block forever or never end), and a file over `limit` bytes is refused before it is read."""

@@ -180,7 +180,9 @@ def _git(repo: str | Path, *args: str, check: bool = True, binary: bool = False)
 
 def repos_root() -> Path:
     """Where clones of remote repositories are kept ($SEAMS_REPOS_DIR, default ~/.cache/xla-seams/repos)."""
-    return Path(os.environ.get("SEAMS_REPOS_DIR") or Path.home() / ".cache" / "xla-seams" / "repos")
+    from harness.safeio import folder_from_env
+
+    return folder_from_env("SEAMS_REPOS_DIR", Path.home() / ".cache" / "xla-seams" / "repos")
 
 
 def local_repo(location: str, ref: str | None = None) -> Path:

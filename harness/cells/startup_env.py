@@ -33,9 +33,9 @@ CALLER_ALLOWED = frozenset({
 })
 CALLER_ALLOWED_PREFIXES = ("LC_", "SEAMS_")
 # Prefixes of variables that can change what the code under test does: dropped ones are named in the reason.
-_TELLING_PREFIXES = ("JAX_", "XLA_", "PJRT_", "TPU_", "TF_", "CUDA_", "NCCL_", "TORCH", "PYTORCH_", "PYTHON",
-                     "PYTEST_", "LD_", "OMP_", "MKL_", "OPENBLAS_", "KMP_", "HYPOTHESIS", "NUMPY_", "GLOG_",
-                     "FLAX_", "OPTAX_", "ABSL_", "COV_", "MALLOC_", "GOMP_")
+_TELLING_PREFIXES = ("JAX_", "XLA_", "PJRT_", "TPU_", "LIBTPU_", "TF_CPP_", "TF_XLA_", "CUDA_", "NCCL_", "NVIDIA_TF32",
+                     "TORCH_", "TORCHAX_", "PYTORCH_", "PYTEST_", "HYPOTHESIS_", "OMP_", "MKL_", "OPENBLAS_", "KMP_",
+                     "NUMPY_", "FLAX_", "OPTAX_")
 # An outer pytest's own bookkeeping (the harness run from a test): dropped and recorded, not news.
 _OUTER_PYTEST = frozenset({"PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
                            "PYTEST_XDIST_TESTRUNUID", "PYTEST_VERSION"})

@@ -264,14 +264,14 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
     try:
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
                             **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(),
+                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(cell),
                             "dropped_env": caller_env(dict(os.environ))[2]})
         faults.point("rename", results)
         os.replace(tmp, results)
     except BaseException:
         tmp.unlink(missing_ok=True)  # the previous results stay as they were
         raise
-    run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env())
+    run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env(cell))
     stream = ResultsStream(results)  # from here on only the harness writes the file (pytest's records come by pipe)
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
@@ -503,9 +503,12 @@ def _narrowed(watch: _Watch) -> str:
     return f"{whole} cases selected" + (f" by {'; '.join(by)}" if by else "") + scope
 
 
-def _ignored_env() -> dict[str, str]:
-    """The caller's variables that would change what a cell runs (PYTEST_ADDOPTS, LD_PRELOAD, ...): not passed on."""
-    return drop_startup_vars(dict(os.environ))[1]
+def _ignored_env(cell: Cell) -> dict[str, str]:
+    """The caller's variables that would change what a cell runs (PYTEST_ADDOPTS, LD_PRELOAD, JAX_*, ...): not
+    passed on. One the cell sets itself (its matrix's PJRT_DEVICE, XLA_FLAGS) is left out: the cell's value
+    wins whatever the caller holds (it is still in CellStart's dropped_env)."""
+    own = cell.run_env()
+    return {k: v for k, v in drop_startup_vars(dict(os.environ))[1].items() if k not in own}
 
 
 def _left_note(commands: list[str]) -> str:

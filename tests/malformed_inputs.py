@@ -283,7 +283,7 @@ _add("history: a report of the wrong shape", (["history", "{F}", "{G}", "--out",
 # --- bisect ------------------------------------------------------------------------------------------
 _add("bisect: unknown parameter", _bisect(SHARD.replace("[base]", "[bse]")), "declares no such parameter")
 _add("bisect: parameter on an unparametrized test", _bisect(UNPARAM + "[base]"), "not parametrized")
-_add("bisect: unclosed parameter", _bisect(SHARD.replace("[base]", "[base")), "declares no such parameter")
+_add("bisect: unclosed parameter", _bisect(SHARD.replace("[base]", "[base")), "not a pytest node id")
 _add("bisect: id with a newline", _bisect(SHARD + "\n"), "unknown test id")
 _add("bisect: id outside the checkout", _bisect("../../etc/passwd::x"), "unknown test id")
 _add("bisect: --from-report not JSON", (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", "x"],

@@ -139,7 +139,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         from harness.report.repro import test_source
 
         if not is_node_id(args.test_id):  # e.g. an option-looking id from a report: never a pytest argument
-            raise UserError(f"test id {args.test_id!r} is not a pytest node id (suites/FAMILY/test_X.py::test_Y[PARAM])")
+            raise UserError(f"unknown test id {args.test_id!r}: it is not a pytest node id (suites/FAMILY/test_X.py::test_Y[PARAM])")
 
         if test_source(args.test_id) is None:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "

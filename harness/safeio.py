@@ -215,9 +215,9 @@ def read_input(path: Path, limit: int, what: str) -> bytes:
         check(st)  # swapped for a special file after the first look
         if st.st_size > limit:
             raise UserError(f"{path}: larger than {_size(limit)}; is this really a {what} file?")
-        with os.fdopen(fd, "rb", closefd=True) as fh:
+        with os.fdopen(fd, "rb", buffering=0, closefd=True) as fh:
             fd = -1
-            data = fh.read(limit + 1)
+            data = _read_bounded(fh, st.st_size, limit)
     except OSError as exc:
         raise UserError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     finally:
@@ -226,6 +226,22 @@ def read_input(path: Path, limit: int, what: str) -> bytes:
     if len(data) > limit:  # it grew while being read
         raise UserError(f"{path}: larger than {_size(limit)}; is this really a {what} file?")
     return data
+
+
+def _read_bounded(fh: Any, size: int, limit: int) -> bytes:
+    """Up to limit + 1 bytes, reserving what the file's size says it holds (plus a chunk to see it end),
+    never `limit` up front: read(n) allocates n bytes before it reads one (a 10-byte file under a 1 GB
+    limit reserved 1 GB). A file that grows while read comes in chunks, and stops one byte past limit."""
+    chunks, total = [], 0
+    want = min(size, limit) + 1
+    while total <= limit:
+        chunk = fh.read(max(1, min(want, limit + 1 - total)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 20  # past the size it said: grown, or a file system that does not know (procfs)
+    return b"".join(chunks)
 
 
 def _size(n: int) -> str:

@@ -44,3 +44,25 @@ def test_100k_results_against_10k_known_issues_are_judged_in_seconds():
     assert took < 20, f"{took:.1f} s"  # a scan per result took minutes; the index takes a few seconds on 2 busy cores
     judged = {c.verdict for c in cell.cases.values()}
     assert "known-bug" in judged and "regression" in judged
+
+
+def test_reading_an_input_reserves_what_its_size_needs_not_the_limit(tmp_path):
+    import tracemalloc
+
+    from harness.errors import UserError
+    from harness.safeio import read_input
+
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(b'{"a": 1}\n' * 10)
+    tracemalloc.start()
+    try:
+        assert read_input(small, 1_000_000_000, "results") == small.read_bytes()
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"reading 90 bytes reserved {peak} bytes"
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 1000)
+    assert len(read_input(exact, 1000, "results")) == 1000
+    with pytest.raises(UserError, match="larger than"):
+        read_input(exact, 999, "results")

@@ -327,6 +327,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
         args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
+        _one_way_per_package(sourced, args.sweep_with)
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
         cells = apply_with(cells, sourced, parse_pair(args.pair))  # sources -> SHA / content hash, jax paired
         for cell in cells:
@@ -549,6 +550,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _one_way_per_package(sourced: list[str], held: list[str]) -> None:
+    """A package given both as a source (`--with jax=PATH`) and held at a version (`--with jax==0.6.0`) is
+    ambiguous: one line, exit 2 (each kind's own repeats are refused where it is parsed)."""
+    from packaging.utils import canonicalize_name
+
+    names = {canonicalize_name(w.split("==", 1)[0]) for w in held if "==" in w}
+    both = sorted(names & {canonicalize_name(w.split("=", 1)[0]) for w in sourced})
+    if both:
+        raise UserError(f"--with gives {', '.join(both)} both a source and a version; give one")
 
 
 def _absolute_paths(args: argparse.Namespace) -> None:

@@ -126,6 +126,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from harness.cells.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
+    if args.subdir and (Path(args.subdir).is_absolute() or ".." in Path(args.subdir).parts):
+        raise UserError(f"--subdir {args.subdir!r}: name a folder inside --repo (no absolute path, no '..')")
     if args.commits and not args.package:
         args.package = "jax"
     if not args.package or not args.good or not args.bad:

@@ -332,6 +332,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         sourced = [w for w in with_items(args.sweep_with) if is_source_with(w)]  # PKG=PATH[@REF]; PKG==VER holds
         args.sweep_with = [w for w in args.sweep_with if not is_source_with(w)]
+        _one_way_per_package(sourced, args.sweep_with)
         cells = resolve_cells(_cells(args.matrix, args.cell, args), pre=args.pre)  # latest/nightly pins -> exact
         cells = apply_with(cells, sourced, parse_pair(args.pair))  # sources -> SHA / content hash, jax paired
         for cell in cells:
@@ -344,6 +345,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check_writable(args.out)  # a read-only or file --out: one line before any work
     check_writable(args.out / "results")
+    from harness.cells.envs import envs_root
+    from harness.cells.sources import repos_root
+
+    envs_root(), repos_root()  # SEAMS_ENVS_DIR=/dev/null and the like: one line before any cell starts
     if args.progress_events:
         _die_with_parent()
     jobs = args.jobs or default_jobs(cells)
@@ -501,6 +506,25 @@ COMMANDS = {"run": cmd_run, "report": cmd_report, "diff": cmd_diff, "matrix": cm
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse, dispatch, and turn UserError into one line with exit status 2."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `harness ... | head`: the reader went away; bad circumstances, not a harness bug
+        _quiet_stdout()
+        print("error: the output pipe was closed before the command finished", file=sys.stderr)
+        return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe again."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
@@ -514,6 +538,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        raise  # main() says it in one line
     except OSError as exc:  # a full or read-only disk is not a harness bug
         from harness.safeio import disk_error
 
@@ -529,6 +555,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signum
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _one_way_per_package(sourced: list[str], held: list[str]) -> None:
+    """A package given both as a source (`--with jax=PATH`) and held at a version (`--with jax==0.6.0`) is
+    ambiguous: one line, exit 2 (each kind's own repeats are refused where it is parsed)."""
+    from packaging.utils import canonicalize_name
+
+    names = {canonicalize_name(w.split("==", 1)[0]) for w in held if "==" in w}
+    both = sorted(names & {canonicalize_name(w.split("=", 1)[0]) for w in sourced})
+    if both:
+        raise UserError(f"--with gives {', '.join(both)} both a source and a version; give one")
 
 
 def _absolute_paths(args: argparse.Namespace) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import math
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -114,6 +116,84 @@ def refuse_special(path: Path) -> None:
         raise UserError(f"{path}: is {kind}; an output replaces only a regular file: remove it or choose another --out")
 
 
+_RENAME_EXCHANGE, _AT_FDCWD = 2, -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the kernel, libc or
+    file system cannot."""
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(str(a)), _AT_FDCWD, os.fsencode(str(b)), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def switch_in_dir(new: Path, dest: Path) -> None:
+    """Put the folder `new` at `dest` as a whole, in one step where the system can (a reader sees the old
+    folder or the new one, never a mix), and remove the old one with everything in it: files an earlier
+    run left that this one did not write are gone. A symlink or special file at dest is refused, never
+    followed; rmtree unlinks symlinks inside the old folder without following them."""
+    refuse_special_dir(dest)
+    faults.point("rename", dest)
+    if not os.path.lexists(dest):
+        os.rename(new, dest)
+        return
+    if _exchange(new, dest):  # `new` now names the old folder
+        shutil.rmtree(new, ignore_errors=True)
+        return
+    aside = dest.with_name(f".{dest.name}.{os.getpid()}.old.tmp")
+    os.rename(dest, aside)
+    os.rename(new, dest)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def refuse_special_dir(path: Path) -> None:
+    """UserError unless `path` is absent or a real folder (not a symlink to one, not a file or device)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "a file" if stat.S_ISREG(st.st_mode) else "a special file"
+        raise UserError(f"{path}: is {kind}, not a folder; an output folder is replaced only when it is a real one: "
+                        "remove it or choose another --out")
+
+
+def staging_dir(parent: Path, name: str) -> Path:
+    """A fresh folder beside the outputs (same file system: its contents rename into place), named *.tmp
+    so a leftover is recognisable."""
+    faults.point("mkdir", parent)
+    return Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
+
+
+def folder_from_env(var: str, default: Path) -> Path:
+    """The folder an environment variable names (else default), or one UserError line when it cannot be
+    one: a device, a FIFO, a file, or a path through one (SEAMS_ENVS_DIR=/dev/null)."""
+    raw = os.environ.get(var) or ""
+    path = Path(raw) if raw else default
+    if "\0" in raw:
+        raise UserError(f"{var}={raw!r}: not a folder path (it holds a NUL)")
+    probe = path
+    while True:  # the folder itself if it exists, else the nearest ancestor that does
+        try:
+            st = os.stat(probe)
+        except FileNotFoundError:
+            if probe.parent == probe:
+                return path
+            probe = probe.parent
+            continue
+        except OSError as exc:  # a loop of symlinks, a path through a file (ENOTDIR), no permission
+            raise UserError(f"{var}={path}: cannot be used as a folder: {exc.strerror or exc}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{var}={path}: {probe} is not a folder; name a folder (or unset {var})")
+        return path
+
+
 def read_input(path: Path, limit: int, what: str) -> bytes:
     """A whole input file, or one UserError line: a FIFO, socket or device is refused (reading one
     could block forever or never end), and a file over `limit` bytes is refused before it is read."""
@@ -135,9 +215,9 @@ def read_input(path: Path, limit: int, what: str) -> bytes:
         check(st)  # swapped for a special file after the first look
         if st.st_size > limit:
             raise UserError(f"{path}: larger than {_size(limit)}; is this really a {what} file?")
-        with os.fdopen(fd, "rb", closefd=True) as fh:
+        with os.fdopen(fd, "rb", buffering=0, closefd=True) as fh:
             fd = -1
-            data = fh.read(limit + 1)
+            data = _read_bounded(fh, st.st_size, limit)
     except OSError as exc:
         raise UserError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
     finally:
@@ -146,6 +226,22 @@ def read_input(path: Path, limit: int, what: str) -> bytes:
     if len(data) > limit:  # it grew while being read
         raise UserError(f"{path}: larger than {_size(limit)}; is this really a {what} file?")
     return data
+
+
+def _read_bounded(fh: Any, size: int, limit: int) -> bytes:
+    """Up to limit + 1 bytes, reserving what the file's size says it holds (plus a chunk to see it end),
+    never `limit` up front: read(n) allocates n bytes before it reads one (a 10-byte file under a 1 GB
+    limit reserved 1 GB). A file that grows while read comes in chunks, and stops one byte past limit."""
+    chunks, total = [], 0
+    want = min(size, limit) + 1
+    while total <= limit:
+        chunk = fh.read(max(1, min(want, limit + 1 - total)))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = 1 << 20  # past the size it said: grown, or a file system that does not know (procfs)
+    return b"".join(chunks)
 
 
 def _size(n: int) -> str:

@@ -283,13 +283,33 @@ _add("history: a report of the wrong shape", (["history", "{F}", "{G}", "--out",
 # --- bisect ------------------------------------------------------------------------------------------
 _add("bisect: unknown parameter", _bisect(SHARD.replace("[base]", "[bse]")), "declares no such parameter")
 _add("bisect: parameter on an unparametrized test", _bisect(UNPARAM + "[base]"), "not parametrized")
-_add("bisect: unclosed parameter", _bisect(SHARD.replace("[base]", "[base")), "declares no such parameter")
+_add("bisect: unclosed parameter", _bisect(SHARD.replace("[base]", "[base")), "not a pytest node id")
 _add("bisect: id with a newline", _bisect(SHARD + "\n"), "unknown test id")
 _add("bisect: id outside the checkout", _bisect("../../etc/passwd::x"), "unknown test id")
 _add("bisect: --from-report not JSON", (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", "x"],
                                         {"r.json": b"\xff\x00"}), "not JSON")
 _add("bisect: --from-report wrong shape", (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", "x"],
                                            {"r.json": json.dumps(_report_with(cases={})).encode()}), "is not of type")
+
+_add("bisect: --subdir leaving the repository", _bisect(SHARD, "--commits", "--repo", "{T}", "--subdir", "../x"),
+     "name a folder inside --repo")
+
+# --- ambiguous options (issue 31): refused in one line, never a silent choice --------------------------
+_JAX_TREE = {"pyproject.toml": b'[project]\nname = "jax"\nversion = "0.6.0"\n', "jax/__init__.py": b"",
+             "jax/version.py": b'_version = "0.6.0"\n'}
+_add("run: --with holds a package twice", (["run", "--sweep", "jax==0.6.0", "--with", "flax==0.10.0", "--with",
+                                           "flax==0.10.1", "--build-only", "--out", "{T}/o"], {}), "names flax twice")
+_add("run: --with gives a package a source twice", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--with",
+                                                     "jax={T}", "--build-only", "--out", "{T}/o"], _JAX_TREE),
+     "more than once")
+_add("run: --with gives a package a source and a version", (["run", "--sweep", "jax==0.6.0", "--with", "jax={T}",
+                                                             "--with", "jax==0.6.0", "--build-only", "--out", "{T}/o"],
+                                                            _JAX_TREE), "both a source and a version")
+_add("run: --pair for a package the cell lacks", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--pair",
+                                                   "torch==2.0.0", "--build-only", "--out", "{T}/o"], _JAX_TREE),
+     "has no torch")
+_add("run: --pair twice", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--pair", "jaxlib==0.6.0", "--pair",
+                            "jaxlib==0.6.1", "--build-only", "--out", "{T}/o"], _JAX_TREE), "names jaxlib twice")
 
 # --- output folders ----------------------------------------------------------------------------------
 _add("report: --out names a file", (["report", "{G}", "--out", "{F}"],

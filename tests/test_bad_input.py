@@ -121,6 +121,7 @@ def _argv(name: str, tmp: Path) -> list[str]:
     cmd, files, _ = CATALOGUE[name]
     paths = []
     for fname, data in files.items():
+        (tmp / fname).parent.mkdir(parents=True, exist_ok=True)  # a source tree's jax/__init__.py
         (tmp / fname).write_bytes(data)
         paths.append(str(tmp / fname))
     subst = {"{F}": paths[0] if paths else "", "{G}": paths[1] if len(paths) > 1 else "", "{T}": str(tmp)}

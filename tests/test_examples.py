@@ -94,10 +94,10 @@ def test_the_exported_script_runs_the_failing_example_and_says_so():
             "col_axes=(), rows_per=1, cols_per=2, ops=('scale', 'scale'), reduce_rows=False, seed=41),\n)\n"
             "Explanation: ...")
     script = export_script(case, cell, None, example=note)
-    assert "# example: the failing run's own" in script and "seed=41" in script and "mesh_index=6" in script
+    assert "EXAMPLE = \"the failing run's own" in script and "seed=41" in script and "mesh_index=6" in script
     pinned = export_script(case, cell, None, example="Falsifying example: test_linear_transpose_is_the_adjoint(\n    x=1,\n)")
-    assert "# example: the one pinned in the suite" in pinned and "seed=41" not in pinned
-    assert "# example:" not in export_script(case, cell, None)  # no run note: the pinned one, silently as before
+    assert "EXAMPLE = 'the one pinned in the suite" in pinned and "seed=41" not in pinned
+    assert "EXAMPLE =" not in export_script(case, cell, None)  # no run note: the pinned one, silently as before
 
 
 def test_pytest_fixtures_and_parameters_in_the_note_are_not_the_cores():

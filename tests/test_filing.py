@@ -173,9 +173,9 @@ def test_commits_flag_reaches_the_bisection_and_overrides_the_environment(tmp_pa
     item = {"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}
     filing.bisect_item(item, OLD, NEW, budget_s=30, out=tmp_path,
                        commits=filing.parse_commits(["jax=https://github.com/jax-ml/jax"]))
-    assert seen[-1][-3:] == ["--to-commit", "--repo", "https://github.com/jax-ml/jax"]
+    assert seen[-1][-4:] == ["--to-commit", "--repo=https://github.com/jax-ml/jax", "--", A]  # the id after `--`
     filing.bisect_item(item, OLD, NEW, budget_s=30, out=tmp_path)  # no flag: the variable still works
-    assert seen[-1][-3:] == ["--to-commit", "--repo", "/from/env"]
+    assert seen[-1][-4:] == ["--to-commit", "--repo=/from/env", "--", A]
 
 
 def test_commits_values_parse_or_fail_in_one_line():

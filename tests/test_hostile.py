@@ -4,6 +4,7 @@ result is kept, the damage is named, and nothing they started outlives the cell.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -59,7 +60,33 @@ def test_no_start_up_variable_of_the_callers_environment_reaches_the_cell_and_ea
     assert run.status == res.status == "complete", res.reason
     assert sorted(c.raw for c in res.cases.values()) == ["pass"] * 3
     named = res.reason.split("not passed from the caller's environment: ")[1].split(", ")
-    assert sorted(named) == sorted(STARTUP_VARS)
+    assert set(STARTUP_VARS) <= set(named)
+
+
+def test_the_callers_environment_reaches_a_cell_only_through_the_allow_list_and_is_recorded(tmp_path, monkeypatch):
+    """JAX_* and the like from the caller's shell never reach a cell: they are dropped and named in its reason;
+    anything else not on the allow-list is dropped and recorded in CellStart; what passed is in RunInfo."""
+    seen_file = tmp_path / "env.json"
+    monkeypatch.setenv("SEAMS_DRILL_ENV_OUT", str(seen_file))
+    for name, value in {"JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "tpu", "XLA_FLAGS": "--junk", "TORCH_LOGS": "+all",
+                        "SOME_SHELL_THING": "x", "HTTPS_PROXY": "http://me:s3cret@proxy:3128"}.items():
+        monkeypatch.setenv(name, value)
+    run, res = _run(tmp_path, "test_env_seen.py")
+    assert res.status == "complete"
+    seen = json.loads(seen_file.read_text())
+    for name in ("JAX_ENABLE_X64", "TORCH_LOGS", "SOME_SHELL_THING"):
+        assert name not in seen, name
+    assert seen.get("XLA_FLAGS") != "--junk"  # the project's conftest sets its own default, the caller's is gone
+    assert seen.get("JAX_PLATFORMS") != "tpu" and seen["HTTPS_PROXY"] == "http://me:s3cret@proxy:3128"
+    named = set(res.reason.split("not passed from the caller's environment: ")[1].split(", "))
+    assert {"JAX_ENABLE_X64", "JAX_PLATFORMS", "XLA_FLAGS", "TORCH_LOGS"} <= named and "SOME_SHELL_THING" not in named
+    lines = [json.loads(ln) for ln in (tmp_path / "results" / "host-cpu.jsonl").read_text().splitlines()]
+    start = next(r for r in lines if r["$report_type"] == "CellStart")
+    assert "SOME_SHELL_THING" in start["dropped_env"] and "JAX_ENABLE_X64" in start["dropped_env"]
+    recorded = res.run_info["env"]
+    assert {"PATH", "SEAMS_DRILL_ENV_OUT", "HTTPS_PROXY", "PJRT_DEVICE"} <= set(recorded)
+    assert "s3cret" not in json.dumps(recorded)
+    assert set(recorded) <= set(seen)  # what RunInfo shows is what the cell had
 
 
 @pytest.mark.parametrize("name", sorted(STARTUP_VARS))

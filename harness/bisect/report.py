@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.bisect.probe import Answer
 from harness.cells.cell import Cell
-from harness.report.repro import fenced, harness_install_line
+from harness.report.repro import command_line, fenced, harness_install_line, printable
 
 _IR_KEYS = ("stablehlo", "hlo", "jaxpr", "ir")
 _MAX_DIFF_LINES = 120
@@ -67,9 +67,10 @@ def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell 
     fb = summary.get("first_bad_answer")
     out += first_bad_details(summary, h, markdown, f"the first bad version ({fb.version})" if fb else "")
     if first_bad_cell is not None:
-        env = " ".join(f"{k}={v}" for k, v in first_bad_cell.run_env().items())
-        run = (f"{env} python -m pytest -p no:cacheprovider '{summary['test_id']}'  # from a clone of xla-seams"
-               if summary.get("test_id") else f"{env} " + " ".join(summary.get("script") or []))
+        env = first_bad_cell.run_env()  # every value quoted, the test id after `--`: data, never shell text
+        run = (command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", "--", summary["test_id"]])
+               + "  # from a clone of xla-seams" if summary.get("test_id")
+               else command_line(env, list(summary.get("script") or [])))
         out += ["", h("reproduce (first bad)"), "```sh" if markdown else "",
                 "python3.11 -m venv venv && . venv/bin/activate",
                 harness_install_line(first_bad_cell.install_line()), run.strip(),
@@ -78,7 +79,7 @@ def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell 
         name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1]
         text = summary["script_text"].rstrip("\n")
         out += ["", h("standalone reproducer")]
-        out += (["", f"<details><summary>{name}</summary>", "", *fenced(text, "python"), "", "</details>"]
+        out += (["", f"<details><summary>{printable(name)}</summary>", "", *fenced(text, "python"), "", "</details>"]
                 if markdown else [text])
     out += ["", f"Reproduce with: {summary['command']}"]
     return "\n".join(line for line in out if line is not None) + "\n"

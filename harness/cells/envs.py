@@ -96,8 +96,9 @@ class Env:
 
 def envs_root() -> Path:
     """Where cell envs are cached (SEAMS_ENVS_DIR overrides)."""
-    root = os.environ.get("SEAMS_ENVS_DIR") or Path.home() / ".cache" / "xla-seams" / "envs"
-    return Path(root)
+    from harness.safeio import folder_from_env
+
+    return folder_from_env("SEAMS_ENVS_DIR", Path.home() / ".cache" / "xla-seams" / "envs")
 
 
 def uv_executable() -> str:

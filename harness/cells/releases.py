@@ -160,5 +160,8 @@ def held_pins(items: list[str]) -> dict[str, str]:
             Version(ver)
         except InvalidVersion:
             raise UserError(f"--with {item!r}: {ver!r} is not a PEP 440 version") from None
+        if canonicalize_name(name) in out:
+            raise UserError(f"--with names {canonicalize_name(name)} twice ({canonicalize_name(name)}=="
+                            f"{out[canonicalize_name(name)]} and {item}); hold each package at one version")
         out[canonicalize_name(name)] = ver
     return out

@@ -109,6 +109,8 @@ def parse_pair(items: list[str]) -> dict[str, str]:
             Version(ver)
         except InvalidVersion:
             raise SourceError(f"--pair {item!r}: write PACKAGE==VERSION, e.g. jaxlib==0.5.3") from None
+        if canonicalize_name(name) in out:
+            raise SourceError(f"--pair names {canonicalize_name(name)} twice; give it once")
         out[canonicalize_name(name)] = ver
     return out
 
@@ -180,7 +182,9 @@ def _git(repo: str | Path, *args: str, check: bool = True, binary: bool = False)
 
 def repos_root() -> Path:
     """Where clones of remote repositories are kept ($SEAMS_REPOS_DIR, default ~/.cache/xla-seams/repos)."""
-    return Path(os.environ.get("SEAMS_REPOS_DIR") or Path.home() / ".cache" / "xla-seams" / "repos")
+    from harness.safeio import folder_from_env
+
+    return folder_from_env("SEAMS_REPOS_DIR", Path.home() / ".cache" / "xla-seams" / "repos")
 
 
 def local_repo(location: str, ref: str | None = None) -> Path:
@@ -504,6 +508,11 @@ def resolve_cell(cell: Cell, pair: dict[str, str] | None = None,
         pins[pkg] = src["pin"]
         sources[pkg] = src
     for partner, ver in (pair or {}).items():
+        partners = {"jaxlib" for p in sources if canonicalize_name(p) == "jax"}
+        partners |= {"torch" for p in sources if canonicalize_name(p) == "torch-xla"}
+        if partner not in {canonicalize_name(p) for p in cell.pins} | partners:
+            raise SourceError(f"--pair {partner}=={ver}: cell {cell.name} has no {partner} and no source it is the "
+                              "binary partner of; --pair names the partner of a source (jaxlib for a jax source)")
         pins[partner] = ver
         if "jax" in sources and partner == "jaxlib":
             sources["jax"]["pairing"] = f"jaxlib {ver}: given with --pair"
@@ -530,6 +539,11 @@ def _released_jaxlibs(cell: Cell) -> Callable[[], list[Version]]:
 def apply_with(cells: list[Cell], items: list[str], pair: dict[str, str] | None = None) -> list[Cell]:
     """Swap the --with sources into every cell, then resolve (and pair) each cell's sources."""
     specs = [spec_from_with(item) for item in items]
+    names = [canonicalize_name(pkg) for pkg, _spec in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # which one would win is no choice to leave to the order of the options
+        raise SourceError(f"--with names {', '.join(twice)} more than once (command line and SEAMS_WITH together); "
+                          "give each package one source")
     out = []
     for cell in cells:
         for pkg, spec in specs:

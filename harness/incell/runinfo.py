@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from importlib import metadata
-from typing import Any
+from typing import Any, Mapping
 
 # Packages whose versions decide the behaviour under test.
 PACKAGES = (
@@ -15,6 +16,14 @@ PACKAGES = (
     "absl-py",  # undeclared by jax.export 0.4.30 - 0.6.1: known issues condition on it
 )
 _ENV_PREFIXES = ("JAX_", "XLA_", "PJRT_", "TPU_", "CUDA_VISIBLE", "TF_CPP")
+_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")  # user:token@ in a URL (a proxy's), masked as the host side does
+
+
+def recorded_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that shaped the run: the runtimes' own (JAX_*, XLA_*, ...) and every one the harness
+    passed into the cell (its SEAMS_RECORD_ENV: the caller's allow-listed variables and the matrix's env)."""
+    names = {n for n in environ.get("SEAMS_RECORD_ENV", "").split(",") if n}
+    return {k: _CREDENTIALS.sub("***@", v) for k, v in sorted(environ.items()) if k.startswith(_ENV_PREFIXES) or k in names}
 
 
 def installed_versions() -> dict[str, str | None]:
@@ -64,7 +73,7 @@ def collect_run_info(with_devices: bool = True) -> dict[str, Any]:
         "versions": {k: v for k, v in installed_versions().items() if v},
         "python": platform.python_version(),
         "platform": f"{sys.platform}-{platform.machine()}",
-        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
+        "env": recorded_env(os.environ),
     }
     sources = direct_sources()
     if sources:

@@ -6,7 +6,7 @@ from typing import Mapping
 
 from harness.incell.resultsfile import whole_suite
 from harness.judge.apis import ApiDrift, ApiRange, default_api_ranges
-from harness.judge.expectations import Expectation, applying_expectations
+from harness.judge.expectations import CoverIndex, Expectation, applying_expectations
 from harness.judge.results import CellResults
 from harness.judge.verdicts import judge, judge_case
 
@@ -27,8 +27,9 @@ def apply_expectations(cells: list[CellResults], expectations: list[Expectation]
         # Versions and device are the cell's: decide once which known issues apply here, then
         # only match ids (10k cases x every known issue's specifiers was a tenth of a report).
         here = applying_expectations(expectations, versions, cell.device)
+        index = CoverIndex(here)  # a lookup per case, not a scan of every known issue
         for case in cell.cases.values():
-            found = [e for e in here if e.covers(case.nodeid)]
+            found = index.covering(case.nodeid)
             v, exp = judge_case(case.raw, found, case.message, case.observations, versions, ranges)
             case.verdict, case.expectation = v, _exp_dict(exp)
         if _full_run(cell):
@@ -57,5 +58,6 @@ def _full_run(cell: CellResults) -> bool:
 
 def stale_expectations(applying: list[Expectation], collected: list[str]) -> list[dict]:
     """Of the known issues that apply to a cell's versions and device, those covering no collected case."""
-    return [{"id": e.id, "source": str(e.source), "tests": list(e.tests)} for e in applying
-            if not any(e.covers(n) for n in collected)]
+    index = CoverIndex(applying)
+    used = {id(e) for n in collected for e in index.covering(n)}
+    return [{"id": e.id, "source": str(e.source), "tests": list(e.tests)} for e in applying if id(e) not in used]

@@ -54,10 +54,13 @@ def marker(item: dict[str, Any]) -> str:
 
 
 def _pins(report: dict[str, Any], cell: str) -> dict[str, str]:
+    from harness.report.grammar import is_package_name, is_version  # here: building the parser imports no stage
+
     for c in report["cells"]:
         if c["cell"] == cell:
             got = c.get("versions") or c.get("pins") or {}
-            return {k.replace("_", "-"): str(v) for k, v in got.items()}
+            # names and versions checked (they reach bisect's argv): anything else is not a pin to move
+            return {k.replace("_", "-"): v for k, v in got.items() if is_package_name(k) and is_version(v)}
     return {}
 
 
@@ -134,7 +137,7 @@ def commit_args(package: str, environ: dict[str, str] | None = None,
         subdir = env.get(f"SEAMS_SUBDIR_{key}", "").strip()
     if not repo:
         return []
-    return ["--to-commit", "--repo", repo] + (["--subdir", subdir] if subdir else [])
+    return ["--to-commit", f"--repo={repo}"] + ([f"--subdir={subdir}"] if subdir else [])  # values, never options
 
 
 def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path,
@@ -142,6 +145,10 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
     if item["case"] == "(whole cell)":
         return "Not bisected: the whole cell failed (no test ran), see the reason above."
+    from harness.report.grammar import is_node_id
+
+    if not is_node_id(item["case"]):
+        return "Not bisected: the case id is not a pytest node id of this project (suites/FAMILY/test_X.py::test_Y[...])."
     regress = "pass" if item["kind"] == "fixed" else ("crash" if item["kind"] == "crash" else "fail")
     by_commit = commit_bounds(old, new, item["cell"])
     if by_commit is not None:
@@ -155,11 +162,12 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items() if k not in moved
             and k in ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "optax")]
     md = out / "bisect.md"
-    argv = [sys.executable, "-m", "harness", "bisect", item["case"], "--package", pkg, "--good", good, "--bad", bad,
-            f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
+    argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", f"--good={good}", f"--bad={bad}",
+            f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
     argv += commit_args(pkg, commits=commits)
+    argv += ["--", item["case"]]  # the test id is a positional value, never an option (`--script=PROGRAM`)
     return _run_bisect(argv, pkg, good, bad, md, budget_s)
 
 
@@ -172,17 +180,18 @@ def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str
     if configured:
         repo_args = configured[1:]  # --repo R [--subdir S], without --to-commit
     elif src.get("kind") == "git" or src.get("kind") == "path":
-        repo_args = ["--repo", str(src.get("location") or "")] + (["--subdir", src["subdir"]] if src.get("subdir") else [])
+        repo_args = [f"--repo={src.get('location') or ''}"] + ([f"--subdir={src['subdir']}"] if src.get("subdir") else [])
     else:
         return f"Not bisected: {pkg} was built from a source with no repository to search (configure --commits {pkg}=REPO)."
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items()
             if k not in (pkg, "jaxlib") and k in ("torch", "torch-xla", "torchax", "flax", "optax")]
     pair = _pins(new, item["cell"]).get("jaxlib") if pkg == "jax" else None
     md = out / "bisect.md"
-    argv = [sys.executable, "-m", "harness", "bisect", item["case"], "--package", pkg, "--commits", *repo_args,
-            "--good", good, "--bad", bad, f"--regress={regress}", "--out", str(out), "--markdown", str(md), *held]
+    argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", "--commits", *repo_args,
+            f"--good={good}", f"--bad={bad}", f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if pair:
         argv.append(f"--pair=jaxlib=={pair}")  # the binary partner tonight's build was paired with
+    argv += ["--", item["case"]]  # values as --opt=VALUE, the test id after --: data never becomes an option
     return _run_bisect(argv, pkg, good[:12], bad[:12], md, budget_s)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from rich.console import Console
@@ -19,7 +20,9 @@ from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.report.repro import MAX_REPROS, write_repros
 from harness.judge.results import read_many
-from harness.safeio import atomic_write, disk_error, dumps_lines, ensure_dir
+from harness import faults
+from harness.safeio import (atomic_write, disk_error, dumps_lines, ensure_dir, refuse_special, refuse_special_dir,
+                            staging_dir, switch_in_dir)
 from harness.judge.since import since_summary
 
 
@@ -75,18 +78,41 @@ def baseline_changes(baseline_path: Path, report: dict) -> dict:
             "changes": {k: v for k, v in changes.items() if k != "drift"}}
 
 
+# The report set, in the order it is switched in: report.json last (what diff, news and history read).
+REPORT_FILES = ("junit.xml", "report.md", "report.html", "report.json")
+
+
 def write_report_files(report: dict, out_dir: Path, report_json: str | None = None) -> int:
-    """Write report.json/html/md, junit.xml and repro/ atomically; a disk problem is one UserError line.
-    `report_json`: the report already as dumps_lines text."""
+    """Write report.json/html/md, junit.xml and repro/ as one set; a disk problem is one UserError line.
+    `report_json`: the report already as dumps_lines text.
+
+    Everything is rendered into a fresh folder inside out_dir first, so a kill or a full disk while
+    rendering leaves the previous set as it was; then repro/ is swapped in whole (one renameat2 exchange:
+    repros of an earlier report are gone with it) and each page renamed over its old one. A symlink or
+    special file in the set's place is refused before anything is written, never followed."""
     ensure_dir(out_dir)
+    for name in REPORT_FILES:
+        refuse_special(out_dir / name)
+    refuse_special_dir(out_dir / "repro")
     try:
-        atomic_write(out_dir / "report.json", dumps_lines(report) if report_json is None else report_json)
-        atomic_write(out_dir / "report.html", render_html(report))
-        atomic_write(out_dir / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
-        atomic_write(out_dir / "junit.xml", render_junit(report))
-        return write_repros(report, out_dir / "repro", limit=MAX_REPROS)
+        stage = staging_dir(out_dir, "report")
     except OSError as exc:
         raise disk_error(exc, any_errno=True) from None
+    try:
+        atomic_write(stage / "report.json", dumps_lines(report) if report_json is None else report_json)
+        atomic_write(stage / "report.html", render_html(report))
+        atomic_write(stage / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
+        atomic_write(stage / "junit.xml", render_junit(report))
+        n = write_repros(report, stage / "repro", limit=MAX_REPROS)
+        switch_in_dir(stage / "repro", out_dir / "repro")
+        for name in REPORT_FILES:
+            faults.point("rename", out_dir / name)
+            os.replace(stage / name, out_dir / name)
+        return n
+    except OSError as exc:
+        raise disk_error(exc, any_errno=True) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None,

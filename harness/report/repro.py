@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from harness.cells.cell import RUNTIME_REQUIREMENTS
 from harness.judge.testids import read_suite_module
 from harness.paths import REPO
+from harness.report.grammar import is_package_name, is_version, pip_words
 from harness.report.issue_body import fence, issue_body, scrub_paths, title
 from harness.report.standalone import (NoStandalone, export_script, redact_url, run_env, source_notes, source_placeholder,
                                        shown_pip_words, standalone_install_line)
@@ -87,22 +88,16 @@ FAILING_RAW = {"fail", "error", "crash"}
 def harness_install_line(install_line: str, cell: dict[str, Any] | None = None) -> str:
     """The pip line for running a case through pytest and the harness plugin: the cell's pins
     (index URLs redacted, sources of `cell` as placeholders) plus every package the plugin and the
-    suites import. The one line that `harness report`, `bisect` and the issue bodies print."""
-    try:
-        words = shlex.split(install_line)
-    except ValueError:
-        words = []
-    if words[:2] != ["pip", "install"]:
-        return "# " + shlex.quote(install_line)  # a tampered results file: shown, never run
-    return shlex.join(shown_pip_words(words, cell or {}) + list(RUNTIME_REQUIREMENTS))
+    suites import. The one line that `harness report`, `bisect` and the issue bodies print. Derived
+    from the parsed words of install_line (or the pins), never copied (harness.report.grammar)."""
+    cell = {**(cell or {}), "install_line": install_line}
+    return shlex.join(shown_pip_words(pip_words(cell), cell) + list(RUNTIME_REQUIREMENTS))
 
 
 def shown_install_line(install_line: str, cell: dict[str, Any]) -> str:
     """The cell's own pip line as a page shows it: URLs redacted, local sources as placeholders."""
-    try:
-        return shlex.join(shown_pip_words(shlex.split(install_line), cell))
-    except ValueError:
-        return install_line
+    cell = {**cell, "install_line": install_line}
+    return shlex.join(shown_pip_words(pip_words(cell), cell))
 
 
 def _sweep_spec(source: str) -> str | None:
@@ -120,12 +115,7 @@ def _sweep_spec(source: str) -> str | None:
 
 def _requirements(cell: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(index options, requirement words) of the cell's install line, credentials redacted."""
-    try:
-        words = shlex.split(str(cell.get("install_line") or ""))
-    except ValueError:
-        return [], []
-    if words[:2] != ["pip", "install"]:
-        return [], []
+    words = pip_words(cell)  # parsed words (or the pins), never the recorded text
     options, reqs, i = [], [], 2
     while i < len(words):
         if words[i] in ("--index-url", "--extra-index-url", "--find-links") and i + 1 < len(words):
@@ -145,8 +135,8 @@ def exact_pins_selection(cell: dict[str, Any], package: str | None = None) -> li
 
     from harness.cells.releases import paired_pins
 
-    pins = {canonicalize_name(k): str(v) for k, v in (cell.get("pins") or {}).items()}
-    floating = [canonicalize_name(k) for k in (cell.get("floating") or {})]
+    pins = {canonicalize_name(k): v for k, v in (cell.get("pins") or {}).items() if is_package_name(k) and is_version(v)}
+    floating = [canonicalize_name(k) for k in (cell.get("floating") or {}) if is_package_name(k)]
     order = [canonicalize_name(package)] if package else []
     order += floating + ["jax", "torch-xla", "torchax", *pins]
     swept = next((p for p in order if p in pins and p != "jaxlib"), None)
@@ -180,20 +170,21 @@ def _source_selection(cell: dict[str, Any]) -> list[str]:
     argv: list[str] = []
     sources = cell.get("sources") or {}
     for pkg, src in sources.items():
-        if not isinstance(src, dict):
+        if not isinstance(src, dict) or not is_package_name(pkg):
             continue
         loc = str(src.get("location") or "")
         where = redact_url(loc) if is_url(loc) else source_placeholder(str(pkg))
         if src.get("kind") == "git":
             if src.get("subdir"):
                 continue  # --with cannot say subdir: only the matrix that names it makes this cell
-            argv += ["--with", f"{pkg}={where}@{src.get('sha') or src.get('ref') or 'HEAD'}"]
+            ref = str(src.get('sha') or src.get('ref') or 'HEAD')
+            argv += ["--with", f"{pkg}={where}@{ref if re.fullmatch(r'[A-Za-z0-9_][A-Za-z0-9_./+-]*', ref) else 'REF'}"]
         elif src.get("kind") == "wheel":
             argv += ["--with", f"{pkg}={where}" + ("" if is_url(loc) else f"/{Path(loc).name}")]
         else:
             argv += ["--with", f"{pkg}={where}" + (f"/{src['subdir']}" if src.get("subdir") else "")]
     jaxlib = (cell.get("pins") or {}).get("jaxlib")
-    if "jax" in sources and jaxlib:
+    if "jax" in sources and is_version(jaxlib):
         argv += ["--pair", f"jaxlib=={jaxlib}"]  # the binary partner this run paired, not the rule's choice today
     return argv
 
@@ -206,19 +197,22 @@ def cell_selection(cell: dict[str, Any]) -> list[str]:
     spec = _sweep_spec(source)
     if spec is not None:
         try:
-            package = Requirement(spec).name
+            package: str | None = Requirement(spec).name
         except InvalidRequirement:
             package = None
-        argv = exact_pins_selection(cell, package) or ["--sweep", spec]
+        # The spec shown only when it parses as a requirement of printable ASCII (never an option).
+        shown = spec if package and spec.isascii() and spec.isprintable() and not spec.startswith("-") else None
+        argv = exact_pins_selection(cell, package) or (["--sweep", shown] if shown else [])
     else:
         path = source.rsplit(":", 1)[0] if re.search(r":\d+$", source) else source
         argv = []
         if path:
             try:
-                rel = Path(path).resolve().relative_to(REPO)
-                argv = ["--matrix", rel.as_posix()]
-            except ValueError:
-                argv = ["--matrix", Path(path).name]  # outside the checkout: the file's name, not the machine path
+                shown = Path(path).resolve().relative_to(REPO).as_posix()
+            except (ValueError, OSError):
+                shown = Path(path).name  # outside the checkout: the file's name, not the machine path
+            # a path of plain characters, never an option or a line break (else the reader names the file)
+            argv = ["--matrix", shown if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./+-]*", shown) else "MATRIX.yaml"]
     return argv + _source_selection(cell)
 
 
@@ -256,7 +250,7 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
     env = run_env(cell)
     run_lines = []
     if case_id:
-        run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", case_id])
+        run = command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", "--", case_id])  # an id is never an option
         again = command_line({}, ["python", "-m", "harness", "run", *cell_selection(cell), "--cell", str(cell["cell"]),
                                   "--", case_id])  # one line: a newline in the id must not end the comment
         run_lines = [run, f"# or, building the same env: {again}"]

@@ -34,7 +34,9 @@ from packaging.utils import canonicalize_name
 
 from harness.judge.apis import ApiRange, default_api_ranges
 from harness.paths import REPO, SUITES_DIR
+from harness.cells.startup_env import is_startup_var
 from harness.report.examples import failing_example
+from harness.report.grammar import is_env_name, is_version, pip_words
 from harness.redact import redact
 
 # Harness modules a core may use; their source is inlined (resolved), never imported.
@@ -548,11 +550,6 @@ def _free_names(node: ast.AST) -> set[str]:
     return (loads - binds) - _BUILTINS
 
 
-def _comment(text: str) -> str:
-    """One comment line: control characters (newlines included) shown, never executed."""
-    return re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def redact_url(url: str) -> str:
     """An index URL without its credentials (user:token@host -> ***@host)."""
     parts = urlsplit(url)
@@ -664,25 +661,23 @@ def torch_cpu_wheels(cell: Mapping[str, Any]) -> bool:
 def standalone_install_line(cell: Mapping[str, Any]) -> str:
     """The cell's pip line (pins and extras, index URLs redacted, sources as placeholders), plus the
     numpy the scripts use; a cpu cell's torch comes from PyTorch's CPU wheels (torch_cpu_wheels)."""
-    try:
-        words = shlex.split(str(cell.get("install_line") or ""))
-    except ValueError:
-        words = []
-    if words[:2] != ["pip", "install"]:
-        words = ["pip", "install"] + [f"{k}=={v}" for k, v in (cell.get("pins") or {}).items()]
-    out = shown_pip_words(words, cell)
+    out = shown_pip_words(pip_words(cell), cell)  # derived from parsed words or the pins, never copied
     if torch_cpu_wheels(cell):  # pip takes torch X+cpu from there (it sorts above PyPI's X), the rest from PyPI
         out[2:2] = ["--extra-index-url", TORCH_CPU_INDEX]
     if not any(re.match(r"numpy\b", w) for w in out):
         version = (cell.get("versions") or {}).get("numpy")
-        out.append(f"numpy=={version}" if version else "numpy")
+        out.append(f"numpy=={version}" if is_version(version) else "numpy")
     return shlex.join(out)
 
 
 def run_env(cell: Mapping[str, Any]) -> dict[str, str]:
     """The environment variables the cell ran under (XLA_FLAGS, PJRT_DEVICE, JAX_PLATFORMS...)."""
     env = cell.get("env") or cell.get("run_env") or {}
-    return {str(k): str(v) for k, v in env.items() if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k))}
+    if not isinstance(env, Mapping):
+        return {}
+    # A name checked by the grammar, never one that changes how Python or a loader starts (LD_PRELOAD,
+    # PYTHONSTARTUP, ...): a report's env is data, and the script sets it for whatever it starts.
+    return {k: str(v) for k, v in env.items() if is_env_name(k) and not is_startup_var(k) and not k.startswith("LD_")}
 
 
 def _installed(cell: Mapping[str, Any]) -> frozenset[str]:
@@ -864,17 +859,36 @@ def _source(node: ast.stmt) -> str:
     return "\n".join(out)
 
 
-def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None, env: Mapping[str, str]) -> list[str]:
-    """What a maintainer needs: what is checked and where, the known issue, install, env, outcome."""
-    lines = [f"# {_comment(case_id)}: standalone reproducer (xla-seams), cell "
-             f"{_comment(str(cell.get('cell', '?')))} ({_comment(str(cell.get('device', 'cpu')))})"]
+# The names the header's values are bound to (string literals: a value from a results file or a report is
+# data, never a comment Python could read as a coding cookie nor a line a newline could end).
+HEADER_NAMES = ("CASE", "CELL", "KNOWN_ISSUE", "INSTALL", "INSTALL_NOTE", "SOURCES", "EXAMPLE")
+# Two fixed lines first: Python reads a `coding:` cookie from the first two lines only, and these hold no data.
+HEADER_LINES = ("# Standalone reproducer (xla-seams): exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here.",
+                "# Run it with python3 in an env made by INSTALL; it sets the cell's environment variables itself.")
+
+
+def _literal_line(name: str, value: Any) -> str:
+    """`NAME = 'value'`: ascii() escapes every newline, line separator (U+2028, U+0085), NUL and quote."""
+    return f"{name} = {ascii(value)}"
+
+
+def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None,
+            example_note: str | None = None) -> list[str]:
+    """What a maintainer needs: how to run it and what the exit says (fixed text), then the case and
+    cell, the known issue, the install line and what a source placeholder stands for, as literals."""
+    lines = list(HEADER_LINES)
+    lines.append(_literal_line("CASE", str(case_id)))
+    lines.append(_literal_line("CELL", f"{cell.get('cell', '?')} ({cell.get('device', 'cpu')})"))
     if expectation:
-        lines.append(f"# known issue {_comment(str(expectation.get('id', '')))}: {_comment(str(expectation.get('link', '')))}")
-    cpu = f" - {TORCH_CPU_NOTE}" if torch_cpu_wheels(cell) else ""
-    lines.append(f"# install: {_comment(standalone_install_line(cell))}{_comment(cpu)}")
-    lines += [f"# {_comment(note)}" for note in source_notes(cell)]
-    sets = f" (sets {', '.join(_comment(k) for k in env)} itself)" if env else ""
-    lines.append(f"# python3 repro.py{sets}: exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here")
+        lines.append(_literal_line("KNOWN_ISSUE", f"{expectation.get('id', '')}: {expectation.get('link', '')}"))
+    lines.append(_literal_line("INSTALL", standalone_install_line(cell)))
+    if torch_cpu_wheels(cell):
+        lines.append(_literal_line("INSTALL_NOTE", TORCH_CPU_NOTE))
+    notes = source_notes(cell)
+    if notes:
+        lines.append(_literal_line("SOURCES", notes))
+    if example_note:
+        lines.append(_literal_line("EXAMPLE", example_note))
     return lines
 
 
@@ -890,9 +904,9 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
         got, why = failing_example(example, [k for k, _v in target.kwargs])
         if got is not None:
             target = replace(target, kwargs=tuple(got.items()))
-            example_note = "# example: the failing run's own (as hypothesis reported it)"
+            example_note = "the failing run's own (as hypothesis reported it)"
         else:
-            example_note = f"# example: the one pinned in the suite ({_comment(why)})"
+            example_note = f"the one pinned in the suite ({why})"
     versions = {**{k: str(v) for k, v in (cell.get("pins") or {}).items()},
                 **{k: str(v) for k, v in (cell.get("versions") or {}).items() if v}}
     presence = _api_presence(default_api_ranges() if ranges is None else ranges, versions)
@@ -921,8 +935,8 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
     if any("skip" in _free_names(d.node) for d in col.out):
         col.need(prelude, "skip")
     defs = col.out
-    names = [d.name for d in defs]
-    if len(names) != len(set(names)):
+    names = [d.name for d in defs] + list(HEADER_NAMES)
+    if len(names) != len(set(names)) or set(HEADER_NAMES) & set().union(*(_free_names(d.node) for d in defs)):
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise NoStandalone(f"{case_id}: inlined names collide: {dupes}")
     used = set().union(*(_free_names(d.node) for d in defs))
@@ -932,7 +946,7 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
         imports.add("import numpy as np")
 
     env = run_env(cell)
-    lines = _header(case_id, cell, expectation, env) + ([example_note] if example_note else [])
+    lines = _header(case_id, cell, expectation, example_note)
     if env:
         lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
     # An import no definition reads is there for importing itself (a `require("flatbuffers")`, torch_xla

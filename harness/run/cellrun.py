@@ -34,7 +34,7 @@ from harness import __version__, faults, lifeline
 from harness.cells.cell import Cell
 from harness.cells.devices import available, not_run_reason
 from harness.cells.envs import Env, EnvError, ensure_env, verify
-from harness.cells.startup_env import drop_startup_vars
+from harness.cells.startup_env import caller_env, drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
 from harness.safeio import refuse_special
@@ -265,14 +265,14 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
     try:
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
                             **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(),
-                            **_run_id_field()})
+                            "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(cell),
+                            "dropped_env": caller_env(dict(os.environ))[2], **_run_id_field()})
         faults.point("rename", results)
         os.replace(tmp, results)
     except BaseException:
         tmp.unlink(missing_ok=True)  # the previous results stay as they were
         raise
-    run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env())
+    run = CellRun(cell=cell, results=results, status="complete", ignored_env=_ignored_env(cell))
     stream = ResultsStream(results)  # from here on only the harness writes the file (pytest's records come by pipe)
 
     def end(status: str, reason: str = "", exitstatus: int | None = None) -> CellRun:
@@ -510,9 +510,12 @@ def _narrowed(watch: _Watch) -> str:
     return f"{whole} cases selected" + (f" by {'; '.join(by)}" if by else "") + scope
 
 
-def _ignored_env() -> dict[str, str]:
-    """The caller's variables that would change what a cell runs (PYTEST_ADDOPTS, LD_PRELOAD, ...): not passed on."""
-    return drop_startup_vars(dict(os.environ))[1]
+def _ignored_env(cell: Cell) -> dict[str, str]:
+    """The caller's variables that would change what a cell runs (PYTEST_ADDOPTS, LD_PRELOAD, JAX_*, ...): not
+    passed on. One the cell sets itself (its matrix's PJRT_DEVICE, XLA_FLAGS) is left out: the cell's value
+    wins whatever the caller holds (it is still in CellStart's dropped_env)."""
+    own = cell.run_env()
+    return {k: v for k, v in drop_startup_vars(dict(os.environ))[1].items() if k not in own}
 
 
 def _left_note(commands: list[str]) -> str:
@@ -554,9 +557,12 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
     read_fd, write_fd = os.pipe()  # the lifeline: EOF in the child means the harness is gone
     stream_fd = stream.open_pipe()
     argv = [*argv[:3], "--seams-stream", str(stream_fd), *argv[3:]]  # after `python -m pytest`
-    child_env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
+    passed = caller_env(dict(os.environ))[0]  # the allow-list: nothing else of the caller's reaches the cell
+    child_env = {**passed, **cell.run_env(), **extra_env, "PYTHONPATH": str(REPO),
                  "PYTHONUNBUFFERED": "1", "SEAMS_CELL": cell.name, "SEAMS_DEVICE": cell.device,
-                 lifeline.LIFELINE_ENV: str(read_fd)}
+                 lifeline.LIFELINE_ENV: str(read_fd),
+                 # RunInfo records each of these (values with credentials masked), so the report shows them
+                 "SEAMS_RECORD_ENV": ",".join(sorted({*passed, *cell.run_env()}))}
     child_env.pop("VIRTUAL_ENV", None)
     try:
         try:
@@ -598,8 +604,9 @@ def _pytest_argv(python: Path, cell: Cell, results: Path,
                  skip: Sequence[str], pytest_args: Sequence[str], xdist: int = 0, timeout_s: int = 0,
                  serial: bool = False) -> list[str]:
     argv = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO),
-            "--seams-results", str(results), "--seams-cell", cell.name, "--seams-device", cell.device,
-            "--seams-pins", json.dumps(cell.pins), "-q", "-rfEsx",
+            # values from the matrix as --opt=VALUE: a name or pin can never be read as an option of its own
+            "--seams-results", str(results), f"--seams-cell={cell.name}", f"--seams-device={cell.device}",
+            f"--seams-pins={json.dumps(cell.pins)}", "-q", "-rfEsx",
             # One module that fails to import is recorded as its own error; the others still run.
             "--continue-on-collection-errors"]
     argv += xdist_args(xdist, list(pytest_args))

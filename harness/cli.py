@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latest-run", action="store_true",
                    help="merge only the cells of the newest run (cells started within 20 min of an earlier one's "
                         "end); older results files are dropped and named (what `tox -e ...,report` uses)")
+    p.add_argument("--reduce", action="store_true",
+                   help="also reduce each failing result's repro/CASE.py to repro/CASE.min.py (`harness reduce`; "
+                        "CASE.md then shows the reduced script first)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -194,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_bisect_parser(sub)
     from harness.nightly.filing import add_file_news_parser
+    from harness.reduce.cli import add_reduce_parser
+
+    add_reduce_parser(sub)
     from harness.report.history import add_history_parser
 
     add_history_parser(sub)
@@ -431,7 +437,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
-    return report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
+    code = report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
+    if args.reduce:
+        from harness.reduce.batch import reduce_report, summary
+
+        print(summary(reduce_report(args.out)))
+    return code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -8,8 +8,9 @@ Protocol: argv[1] is a comma-separated list of modules to import first (a failin
 for the script to hit and report). Then one JSON object a line on stdin, {"script": PATH,
 "timeout": S}; for each, one JSON line on stdout, {"status": EXIT}, where EXIT is the child's exit
 status (negative: killed by that signal; SIGALRM is the timeout). The child writes its output to
-PATH.out and, when the script raised, {"type", "message", "line"} to PATH.sig: the exception's
-qualified type, its message and the script's innermost line in the traceback. The script is data:
+PATH.out and, when the script raised, {"type", "message", "line", "in_script"} to PATH.sig: the exception's
+qualified type, its message, the script's innermost line in the traceback and whether the
+exception was raised there. The script is data:
 it runs in its own session, under an alarm, and whatever it leaves running is killed with it.
 """
 
@@ -22,14 +23,16 @@ import sys
 import traceback
 
 
-def _innermost_line(exc, path):
-    """The line of the script's own innermost frame in exc's traceback (where the failure surfaced)."""
-    line, tb = None, exc.__traceback__
+def _innermost(exc, path):
+    """(the line of the script's own innermost frame in exc's traceback, whether the exception was
+    raised there: the script's own check rather than the library's)."""
+    line, last, tb = None, None, exc.__traceback__
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == path:
+        last = tb.tb_frame.f_code.co_filename
+        if last == path:
             line = tb.tb_lineno
         tb = tb.tb_next
-    return line
+    return line, last == path
 
 
 def _child(path, timeout):
@@ -50,8 +53,9 @@ def _child(path, timeout):
     except BaseException as exc:
         traceback.print_exc()
         code = 1
+        line, in_script = _innermost(exc, path)
         record = {"type": f"{type(exc).__module__}.{type(exc).__qualname__}", "message": str(exc)[:4000],
-                  "line": _innermost_line(exc, path)}
+                  "line": line, "in_script": in_script}
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -79,6 +79,12 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     if match and str(sig.failure).startswith("no match"):
         raise NotReducible("the known issue's match is not in the script's output: its failure is another one")
     contrast = [c for c in contrast if c.run(source, 600).status == 0]  # else that cell cannot tell the bug apart
+    if sig.own_check and not contrast:
+        # An assertion fails as surely when the reducer guts what it checks ("the compiled module lost the
+        # host placement" once the host computation is gone): only a cell where it passes tells them apart.
+        raise NotReducible("the failure is the script's own check and no cell where the case passes (and the "
+                           "full script exits 0) is given to tell the bug from a reduction that broke the check; "
+                           "pass --passes-in CELL")
     timeout = max(MIN_TIMEOUT_S, int(3 * max(first.seconds, again.seconds)) + 1)
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(preamble, body, sig, contrast=[c.name for c in contrast])

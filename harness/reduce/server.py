@@ -58,7 +58,8 @@ def _checked_record(text: str) -> dict[str, Any] | None:
         return None
     line = rec.get("line")
     return {"type": rec["type"][:300], "message": rec["message"][:4000],
-            "line": line if isinstance(line, int) and not isinstance(line, bool) else None}
+            "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
+            "in_script": rec.get("in_script") is True}
 
 
 class ForkServer:

@@ -27,6 +27,7 @@ class Signature:
     type: str | None
     failure: str | None  # the match regex's presence ("match"), or the message up to numbers
     where: str | None
+    own_check: bool = False  # the script raised it (an assert, a `raise AssertionError`), not the library
 
     def describe(self) -> str:
         parts = [f"exit {self.status}"] + [p for p in (self.type, self.failure, self.where) if p]
@@ -103,4 +104,5 @@ def signature(run: Run, source: str, match: str | None) -> Signature:
         if match:
             failure = ("match: " if re.search(match, run.output) else "no match: ") + failure
     where = statement_at(source, rec.get("line")) if rec else None
-    return Signature(run.status, rec.get("type"), failure, where)
+    own = rec.get("type") == "builtins.AssertionError" or rec.get("in_script") is True
+    return Signature(run.status, rec.get("type"), failure, where, bool(rec) and own)

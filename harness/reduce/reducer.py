@@ -91,6 +91,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     say(f"signature: {sig.describe()}; candidate timeout {timeout} s; "
         f"must pass in: {', '.join(red.contrast) or 'no contrast cell'}")
     seen: dict[str, bool] = {}
+    tidying = False  # the last check (the tidied script) runs past the budget: one run
     trace = bool(os.environ.get("SEAMS_REDUCE_TRACE"))
 
     def keeps(candidate: str) -> bool:
@@ -99,7 +100,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         if key in seen:
             return seen[key]
         ok = False
-        if _RENAMED not in candidate and time.monotonic() - start < budget_s:
+        if _RENAMED not in candidate and (tidying or time.monotonic() - start < budget_s):
             full = preamble + candidate
             tree = ast.parse(full)
             # cheap first: the failing statement must still be there, word for word, and every name defined
@@ -123,6 +124,10 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         red.body = pysource_minimize.minimize(body, keeps, retries=0)
     except pysource_minimize.CouldNotMinimize as exc:
         raise NotReducible(str(exc)) from None
+    tidying = True
+    tidy = without_bare_constants(red.body)
+    if tidy != red.body and keeps(tidy):  # checked like any candidate
+        red.body = tidy
     red.seconds = time.monotonic() - start
     return red
 
@@ -167,3 +172,15 @@ def drop_statements(code: str, keeps: Callable[[str], bool]) -> str:
         if not changed:
             break
     return code
+
+
+def without_bare_constants(code: str) -> str:
+    """code without statements that are a bare constant (`0`: what pysource-minimize leaves where it
+    replaced an expression statement; they do nothing, and a reader wonders why they are there)."""
+    tree = ast.parse(code)
+    for holder, stmt in reversed(_preorder(tree)):
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            holder.remove(stmt)
+            if not holder and holder is not tree.body:
+                holder.append(ast.Pass())
+    return ast.unparse(tree)

@@ -104,5 +104,7 @@ def signature(run: Run, source: str, match: str | None) -> Signature:
         if match:
             failure = ("match: " if re.search(match, run.output) else "no match: ") + failure
     where = statement_at(source, rec.get("line")) if rec else None
-    own = rec.get("type") == "builtins.AssertionError" or rec.get("in_script") is True
+    # The script's own check: an assertion, or a `raise` of the script's. Not "the innermost frame is the
+    # script's": jax filters its own frames out of tracebacks, so its errors look raised by the caller.
+    own = rec.get("type") == "builtins.AssertionError" or bool(where and re.match(r"(raise\b|assert\b|if .*: raise\b)", where))
     return Signature(run.status, rec.get("type"), failure, where, bool(rec) and own)

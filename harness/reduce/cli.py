@@ -8,13 +8,26 @@ from pathlib import Path
 
 from harness.errors import UserError
 
+DESCRIPTION = """\
+Reduce each repro/CELL__CASE.py (from `harness report`) with pysource-minimize and write
+repro/CELL__CASE.min.py beside it; CASE.md then shows the reduced script first.
+
+A candidate is kept only if it has the full script's signature: the same exit status, exception
+type and message up to numbers, the known issue's `match` in its output, raised at the same
+statement; and it exits 0 in a cell where the case passes (--passes-in, or from the report.json
+beside repro/, the fixing release first). Candidates run in the cell's env (`python -I`, the
+project off sys.path), each in a fresh fork of a server that imported jax/torch/torch_xla once,
+under a timeout, in a scratch folder. Refused: a script that does not fail, a flaky one (two runs
+disagree), and an assertion of the script's own with no passing cell to tell the bug from a
+reduction that broke the check. Figures: repro/reduce.json. Exit 0 if every script was reduced."""
+
 JAX_BUDGET_S = 60  # issue 32: a jax-only repro reduces within a minute, a torch one within five
 TORCH_BUDGET_S = 300
 
 
 def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reduce", help="reduce standalone reproducers to what still fails the same way (CASE.min.py)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scripts", nargs="+", type=Path, metavar="repro/CELL__CASE.py")
     p.add_argument("--cell", help="the cell whose env runs the scripts (default: the CELL of the file name)")
     p.add_argument("--passes-in", action="append", default=[], metavar="CELL",

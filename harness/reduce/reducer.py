@@ -27,6 +27,10 @@ MIN_TIMEOUT_S = 10  # a candidate's alarm: this, or 3x the original's run, which
 _RENAMED = "unique_name_"  # pysource-minimize's renaming of names: rejected, the names stay readable
 
 
+class _OutOfBudget(Exception):
+    """Raised by the predicate once the budget is spent: the search stops, the last kept candidate stands."""
+
+
 class NotReducible(Exception):
     """The script cannot be reduced (it does not fail, or its failure is flaky): the reason."""
 
@@ -99,29 +103,33 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         key = hashlib.sha256(candidate.encode()).hexdigest()
         if key in seen:
             return seen[key]
-        ok = False
-        if _RENAMED not in candidate and (tidying or time.monotonic() - start < budget_s):
-            full = preamble + candidate
-            tree = ast.parse(full)
-            # cheap first: the failing statement must still be there, word for word, and every name defined
-            if (sig.where is None or sig.where in statement_texts(tree)) and not undefined_names(tree) - allowed:
-                red.ran += 1
-                run = server.run(full, timeout)
-                ok = signature(run, full, match) == sig
-                ok = ok and all(c.run(full, timeout).status == 0 for c in contrast)
-                if trace:
-                    say(f"    {time.monotonic() - start:6.1f} s: run {red.ran} {run.seconds:.1f} s exit {run.status}: "
-                        f"{'kept' if ok else 'rejected'} ({len(full.splitlines())} lines)")
-        elif _RENAMED not in candidate:
+        if _RENAMED in candidate:
+            return False
+        if not tidying and time.monotonic() - start > 0.9 * budget_s:  # room for the run in flight and the tidy one
             red.budget_hit = True
+            raise _OutOfBudget
+        ok = False
+        full = preamble + candidate
+        tree = ast.parse(full)
+        # cheap first: the failing statement must still be there, word for word, and every name defined
+        if (sig.where is None or sig.where in statement_texts(tree)) and not undefined_names(tree) - allowed:
+            red.ran += 1
+            run = server.run(full, timeout)
+            ok = signature(run, full, match) == sig
+            ok = ok and all(c.run(full, timeout).status == 0 for c in contrast)
+            if trace:
+                say(f"    {time.monotonic() - start:6.1f} s: run {red.ran} {run.seconds:.1f} s exit {run.status}: "
+                    f"{'kept' if ok else 'rejected'} ({len(full.splitlines())} lines)")
         seen[key] = ok
         if ok:
             red.body = candidate
         return ok
 
-    body = drop_statements(ast.unparse(ast.parse(body)), keeps)
     try:
+        body = drop_statements(ast.unparse(ast.parse(body)), keeps)
         red.body = pysource_minimize.minimize(body, keeps, retries=0)
+    except _OutOfBudget:
+        pass  # red.body is the last candidate the predicate kept: the search's current state
     except pysource_minimize.CouldNotMinimize as exc:
         raise NotReducible(str(exc)) from None
     tidying = True
@@ -130,7 +138,6 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         red.body = tidy
     red.seconds = time.monotonic() - start
     return red
-
 
 
 def _preorder(tree: ast.AST) -> list[tuple[list[ast.stmt], ast.stmt]]:

@@ -141,7 +141,7 @@ def _one(job: Job, server: Callable[[str, list[str]], ForkServer], budget_s: flo
         say(f"  refused: {exc}")
         return out
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", job.script.name)
-    text = reduced_script(red.preamble, red.body, name, out.lines_before, red.signature)
+    text = reduced_script(red.preamble, red.body, name, out.lines_before, red.signature, red.contrast)
     min_path(job.script).write_text(text, encoding="utf-8")
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
     out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast

@@ -27,7 +27,8 @@ def format_code(code: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def reduced_script(preamble: str, body: str, full_name: str, full_lines: int, sig: Signature) -> str:
+def reduced_script(preamble: str, body: str, full_name: str, full_lines: int, sig: Signature,
+                   passes_in: list[str] | None = None) -> str:
     """The text of CASE.min.py."""
     head, env = [], []
     for line in preamble.splitlines():
@@ -35,6 +36,7 @@ def reduced_script(preamble: str, body: str, full_name: str, full_lines: int, si
     kept = ("exception type, the known issue's match and the message up to numbers"
             if str(sig.failure).startswith("match") else
             "exception type and message up to numbers" if sig.failure else "exit status")
-    note = (f"# reduced by `python -m harness reduce` from {full_name} ({full_lines} lines): "
-            f"the same exit status ({sig.status}), {kept}, at the same statement")
+    note = (f"# reduced by `python -m harness reduce` from the {full_lines}-line {full_name}: "
+            f"the same exit status ({sig.status}), {kept}, at the same statement"
+            + (f"; exits 0 in {', '.join(passes_in)} as the full one does" if passes_in else ""))
     return "\n".join([*head, note, *[e for e in env if e.strip()], "", format_code(body)])

@@ -46,7 +46,7 @@ def reduced_report(request, tmp_path_factory) -> Path:
         return Path(given)
     from harness.reduce.batch import reduce_report
 
-    source = request.getfixturevalue("fidelity_report")
+    source = request.getfixturevalue("fidelity_report")  # tests/conftest.py: the run the standalone test checks
     out = tmp_path_factory.mktemp("reduced") / "report"
     shutil.copytree(source, out)  # the given report may be read-only or shared
     for stale in out.glob("repro/*.min.py"):
@@ -55,9 +55,6 @@ def reduced_report(request, tmp_path_factory) -> Path:
     outcomes = reduce_report(out, budget_s=float(os.environ.get("SEAMS_REDUCE_BUDGET", "15")), say=lambda _m: None)
     print(f"\nreduce: {len(outcomes)} scripts in {time.monotonic() - start:.0f} s")
     return out
-
-
-from tests.test_standalone_fidelity import fidelity_report  # noqa: E402,F401  (the fixture, for a fresh run)
 
 
 def _failure(output: str) -> tuple[str, str]:

@@ -89,7 +89,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         raise NotReducible("the failure is the script's own check and no cell where the case passes (and the "
                            "full script exits 0) is given to tell the bug from a reduction that broke the check; "
                            "pass --passes-in CELL")
-    timeout = max(MIN_TIMEOUT_S, int(3 * max(first.seconds, again.seconds)) + 1)
+    timeout = max(MIN_TIMEOUT_S, int(3 * again.seconds) + 1)  # the first run also waited for the server's imports
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(preamble, body, sig, contrast=[c.name for c in contrast])
     say(f"signature: {sig.describe()}; candidate timeout {timeout} s; "

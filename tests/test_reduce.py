@@ -187,3 +187,28 @@ def test_signature_parts():
     assert head.splitlines()[-1].startswith("os.environ.setdefault(") and body.startswith("import json")
     assert heavy_imports("import jax\nfrom torch_xla import core\nimport numpy as np\n") == ["numpy", "jax", "torch_xla"]
     assert format_code("import os\ndef f():\n    return 1\nf()\n") == "import os\n\ndef f():\n    return 1\n\nf()\n"
+
+
+def test_the_contrast_cell_is_the_fixing_release_first_then_older_passing_cells():
+    from harness.reduce.batch import contrast_cells
+
+    report = {"cells": [{"cell": n, "pins": {"jax": v}} for n, v in
+                        (("j53", "0.5.3"), ("j60", "0.6.0"), ("j72", "0.7.2"), ("j102", "0.10.2"))],
+              "cases": [{"id": "c", "results": {"j53": {"raw": "pass"}, "j60": {"raw": "fail"},
+                                                "j72": {"raw": "fail"}, "j102": {"raw": "pass"}}}]}
+    assert contrast_cells(report, "c", "j60") == ["j102", "j53"]
+    assert contrast_cells(report, "c", "j102") == ["j53"]
+    assert contrast_cells(report, "other", "j60") == []
+
+
+def test_the_cli_refuses_what_is_not_a_standalone_script(tmp_path):
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "x.min.py").write_text("raise SystemExit(1)\n")
+    (tmp_path / "jax999-cpu__case.py").write_text("raise SystemExit(1)\n")
+    for arg, says in ((tmp_path / "x.min.py", "not a standalone script"), (tmp_path / "missing.py", "not a standalone"),
+                      (tmp_path / "jax999-cpu__case.py", "no cell 'jax999-cpu'")):
+        proc = subprocess.run([sys.executable, "-m", "harness", "reduce", str(arg)], cwd=repo, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr

@@ -97,7 +97,7 @@ def contrast_cells(report: dict[str, Any], case_id: str, failing: str) -> list[s
     if case is None or failing not in cells:
         return []
     bad = _version(cells[failing].get("pins") or {})
-    passing = [n for n, r in case["results"].items() if r.get("raw") == "pass" and n in cells]
+    passing = [n for n, r in case["results"].items() if r.get("raw") == "pass" and n in cells and n != failing]
     return sorted(passing, key=lambda n: (_version(cells[n].get("pins") or {}) < bad, str(n)))
 
 

@@ -167,3 +167,16 @@ def test_reduced_scripts_of_fixed_known_issues_pass_on_the_fixing_release(reduce
                 wrong.append(f"{what}: the reduced script exits {codes[str(path)]} on the fixing release: {tail}")
     print(f"\nreduced, fixing release: {passed} of {sum(map(len, by_cell.values()))} pass")
     assert not wrong, "\n".join(wrong)
+
+
+def test_candidates_run_in_the_cells_interpreter_with_the_project_off_sys_path(tmp_path):
+    from harness.paths import REPO
+    from harness.reduce.server import ForkServer
+
+    cell = next(c for c in load_matrix(MATRICES_DIR / "default.yaml").cells if c.name == "jax060-cpu")
+    probe = ("import sys, jax\nprint(sys.executable, jax.__version__, sys.path)\n"
+             "import harness\n")
+    with ForkServer(ensure_env(cell).python, cell.run_env(), ["numpy", "jax"], tmp_path / "s", cell.name) as s:
+        run = s.run(probe, 120)
+    assert run.status == 1 and run.record and run.record["type"] == "builtins.ModuleNotFoundError", run.output[-2000:]
+    assert "0.6.0" in run.output and str(REPO) not in run.output.splitlines()[0]

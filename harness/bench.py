@@ -12,6 +12,8 @@ within the same run, since this machine's noise moves absolute numbers):
           jax-only families, cold (empty env and uv caches) once, then warm
   parallel  warm `run -j 1` vs the default -j, alternated in one run: the default matrix, and
           the jax sweep (--sweep-spec) over the jax-only families once
+  reduce  `harness report --reduce` over a run's results (--reduce-results DIR, else a fresh run of the
+          default matrix's jax-only cells): how many reduce, lines before/after, seconds per script
   xdist   one cell (--cell) running the generated (hypothesis) families of the jax-only suites
           with --xdist 0 vs --xdist 2, alternated, under the `ci` and the `nightly` profile
 """
@@ -33,7 +35,8 @@ from typing import Callable
 from harness.paths import REPO
 from harness.errors import UserError
 
-SECTIONS = ("startup", "env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist", "xdist-load")
+SECTIONS = ("startup", "env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist", "xdist-load", "reduce")
+JAX_ONLY_CELLS = ("jax053-cpu", "jax060-cpu", "jax072-cpu", "jax0102-cpu")
 JAX_SWEEP = "jax>=0.4.38,<=0.10.2"
 JAX_ONLY_SUITES = ("suites/shard_map", "suites/compute_on")
 GENERATED = ("suites/shard_map/test_properties.py", "suites/compute_on/test_properties.py")
@@ -50,6 +53,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cell", default="jax060-cpu", help="cell for the env, floor and xdist sections")
     p.add_argument("--sweep-spec", default=JAX_SWEEP, metavar="SPEC",
                    help=f"the sweep the sweep section runs (default {JAX_SWEEP!r}; a small range to try it out)")
+    p.add_argument("--reduce-results", type=Path, metavar="DIR",
+                   help="the reduce section's results folder (a `harness run`'s results/; default: run the jax-only cells)")
     p.add_argument("--json", type=Path, default=Path("reports/bench.json"), help="where to write the figures")
     p.set_defaults(handler=cmd_bench)
 
@@ -314,6 +319,35 @@ def bench_report(repeat: int) -> dict:
             "targets": {"<= 2 s": t["median"] <= 2.0, "<= 1 MB": size <= 1_000_000}}
 
 
+def bench_reduce(results: Path | None) -> dict:
+    """`harness report --reduce` over a run's failing results: counts, lengths and seconds per script."""
+    with tempfile.TemporaryDirectory() as d:
+        if results is None:
+            cells = [a for c in JAX_ONLY_CELLS for a in ("--cell", c)]
+            _run([sys.executable, "-m", "harness", "run", *cells, "--out", f"{d}/run", "--no-report"])
+            results = Path(d) / "run" / "results"
+        t = time.perf_counter()
+        proc = _run([sys.executable, "-m", "harness", "report", str(results), "--out", f"{d}/report", "--reduce"])
+        wall = time.perf_counter() - t
+        figures = json.loads((Path(d) / "report/repro/reduce.json").read_text())
+    done = [o for o in figures if o["lines_after"] is not None]
+    after = sorted(o["lines_after"] for o in done)
+    before = sorted(o["lines_before"] for o in done)
+    torch = [o for o in done if not o["cell"].startswith("jax")]
+    jax = [o for o in done if o["cell"].startswith("jax")]
+    return {"wall_s": round(wall, 1), "scripts": len(figures), "reduced": len(done),
+            "refused": {o["script"]: o["refused"] for o in figures if o["refused"]},
+            "lines_before": before, "lines_after": after,
+            "median_before": statistics.median(before) if before else None,
+            "median_after": statistics.median(after) if after else None,
+            "seconds": sorted(o["seconds"] for o in done), "budget_hit": sum(o["budget_hit"] for o in done),
+            "summary": proc.stdout.strip().splitlines()[-1:],
+            "targets": {"every reduced <= 30 lines": bool(after) and after[-1] <= 30,
+                        "median <= 15 lines": bool(after) and statistics.median(after) <= 15,
+                        "jax-only <= 60 s each": all(o["seconds"] <= 60 for o in jax),
+                        "torch <= 300 s each": all(o["seconds"] <= 300 for o in torch)}}
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the chosen sections, print a table, write JSON."""
     sections = args.sections or list(SECTIONS)
@@ -328,7 +362,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                "sweep": lambda: bench_sweep(args.sweep_spec, args.repeat),
                "parallel": lambda: bench_parallel(args.repeat, sweep_spec=args.sweep_spec),
                "xdist": lambda: bench_xdist(args.cell, args.repeat),
-               "xdist-load": lambda: bench_xdist_load(args.cell, args.repeat)}
+               "xdist-load": lambda: bench_xdist_load(args.cell, args.repeat),
+               "reduce": lambda: bench_reduce(args.reduce_results)}
     for name in sections:
         print(f"bench {name} ...", file=sys.stderr, flush=True)
         try:
@@ -380,6 +415,10 @@ def _print_table(r: dict) -> None:
         for profile in ("ci", "nightly"):
             rows.append((f"generated families, {x['cell']}, {profile}, --xdist 2 (s)", med(x[profile], "xdist2_s"),
                          f"--xdist 0 {med(x[profile], 'xdist0_s')} s, ratio {x[profile]['ratio']:.2f}"))
+    if "reduce" in r and "error" not in r["reduce"]:
+        rd = r["reduce"]
+        rows.append((f"report --reduce, {rd['scripts']} scripts (s)", f"{rd['wall_s']:.0f}",
+                     f"{rd['reduced']} reduced; median lines {rd['median_before']} -> {rd['median_after']}"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

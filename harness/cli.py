@@ -174,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="merge only the cells of this run, by the run id each cell's results record: under tox, "
                         "the cells this tox command ran (what `tox -e CELL,...,report` uses); elsewhere the newest "
                         "`harness run`'s ($SEAMS_RUN_ID names one); the files left out are named here and in report.md")
+    p.add_argument("--reduce", action="store_true",
+                   help="also reduce each failing result's repro/CASE.py to repro/CASE.min.py (`harness reduce`; "
+                        "CASE.md then shows the reduced script first)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -197,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_bisect_parser(sub)
     from harness.nightly.filing import add_file_news_parser
+    from harness.reduce.cli import add_reduce_parser
+
+    add_reduce_parser(sub)
     from harness.report.history import add_history_parser
 
     add_history_parser(sub)
@@ -441,7 +447,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
-    return report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
+    code = report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
+    if args.reduce:
+        from harness.reduce.batch import reduce_report, summary
+
+        print(summary(reduce_report(args.out)))
+    return code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ builds them from local wheels. Set here, at import, so every subprocess a test s
 """
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 TEST_CACHE = Path(os.environ.get("SEAMS_TEST_CACHE") or Path.home() / ".cache" / "xla-seams-tests")
@@ -15,11 +17,13 @@ os.environ["SEAMS_ENVS_DIR"] = str(TEST_CACHE / "envs")
 os.environ["SEAMS_BISECT_CACHE"] = str(TEST_CACHE / "bisect")
 os.environ["SEAMS_REPOS_DIR"] = str(TEST_CACHE / "repos")
 
-collect_ignore = ["drills", "seeds"]
-
-import os  # noqa: E402
-
 import pytest  # noqa: E402
+
+from harness.cells.matrix import load_matrix  # noqa: E402
+from harness.judge.expectations import load_expectations  # noqa: E402
+from harness.paths import MATRICES_DIR, REPO  # noqa: E402
+
+collect_ignore = ["drills", "seeds"]
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +37,29 @@ def _callers_env_without_telling_variables(monkeypatch):
         return
     for name in [n for n in os.environ if is_telling(n)]:
         monkeypatch.delenv(name)
+
+
+def _known_issue_ids() -> list[str]:
+    """Every case id (or file, or folder) a known issue names: what the fidelity run selects.
+    `suites/` itself (a cell that cannot be built) selects nothing a script could reproduce."""
+    ids: set[str] = set()
+    for exp in load_expectations():
+        ids.update(t.removesuffix("::") for t in exp.tests if t.rstrip("/") != "suites")
+    return sorted(ids)
+
+
+# Session-scoped: the standalone and the reduced-script fidelity tests check the same run (issue 32).
+@pytest.fixture(scope="session")
+def fidelity_report(tmp_path_factory) -> Path:
+    given = os.environ.get("SEAMS_FIDELITY_REPORT")
+    if given:
+        return Path(given)
+    out = tmp_path_factory.mktemp("fidelity")
+    cells = [] if os.environ.get("SEAMS_FIDELITY") == "all" else [
+        a for c in load_matrix(MATRICES_DIR / "default.yaml").cells
+        if not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"} for a in ("--cell", c.name)]
+    cmd = [sys.executable, "-m", "harness", "run", *cells, "--out", str(out / "results"),
+           "--report-dir", str(out / "report"), "--", *_known_issue_ids()]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3000)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return out / "report"

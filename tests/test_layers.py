@@ -50,7 +50,7 @@ def test_a_wrong_way_import_fails_with_the_contracts_message(tmp_path, module, l
 _SHARED_GROUND = {"harness.errors", "harness.paths", "harness.safeio", "harness.lifeline", "harness.faults"}
 _PARSER_MAY_IMPORT = _SHARED_GROUND | {"harness", "harness.cli", "harness.bench",
                       "harness.bisect", "harness.bisect.cli", "harness.nightly", "harness.nightly.filing",
-                      "harness.report", "harness.report.history"}
+                      "harness.report", "harness.report.history", "harness.reduce", "harness.reduce.cli"}
 _HEAVY = ("rich", "jinja2", "jsonschema", "yaml", "filelock", "urllib.request", "http.client", "markdown_it")
 
 

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from packaging.version import InvalidVersion, Version
 from harness.cells.envs import ensure_env
 from harness.cells.matrix import load_matrix
 from harness.judge.expectations import load_expectations
-from harness.paths import MATRICES_DIR, REPO
+from harness.paths import MATRICES_DIR
 from harness.report.repro import safe_name
 from harness.report.standalone import HEADER_NAMES, NoStandalone, export_script
 
@@ -73,31 +72,6 @@ _DRIVER = textwrap.dedent('''
         codes[script] = os.waitstatus_to_exitcode(status)
     print(json.dumps(codes))
 ''')
-
-
-def _known_issue_ids() -> list[str]:
-    """Every case id (or file, or folder) a known issue names: what the fidelity run selects.
-    `suites/` itself (a cell that cannot be built) selects nothing a script could reproduce."""
-    ids: set[str] = set()
-    for exp in load_expectations():
-        ids.update(t.removesuffix("::") for t in exp.tests if t.rstrip("/") != "suites")
-    return sorted(ids)
-
-
-@pytest.fixture(scope="module")
-def fidelity_report(tmp_path_factory) -> Path:
-    given = os.environ.get("SEAMS_FIDELITY_REPORT")
-    if given:
-        return Path(given)
-    out = tmp_path_factory.mktemp("fidelity")
-    cells = [] if _everything() else [a for c in load_matrix(MATRICES_DIR / "default.yaml").cells
-                                     if not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"}
-                                     for a in ("--cell", c.name)]
-    cmd = [sys.executable, "-m", "harness", "run", *cells, "--out", str(out / "results"),
-           "--report-dir", str(out / "report"), "--", *_known_issue_ids()]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3000)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    return out / "report"
 
 
 def _everything() -> bool:

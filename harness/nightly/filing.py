@@ -140,9 +140,20 @@ def commit_args(package: str, environ: dict[str, str] | None = None,
     return ["--to-commit", f"--repo={repo}"] + ([f"--subdir={subdir}"] if subdir else [])  # values, never options
 
 
+def reduced_script(new_path: Path, item: dict[str, Any]) -> Path | None:
+    """repro/CELL__CASE.min.py beside tonight's report.json, if `harness report --reduce` wrote one."""
+    from harness.report.repro import safe_name
+
+    if item["case"] == "(whole cell)":
+        return None
+    path = Path(new_path).parent / "repro" / f"{safe_name(item['cell'])}__{safe_name(item['case'])}.min.py"
+    return path if path.is_file() else None
+
+
 def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], budget_s: int, out: Path,
-                commits: dict[str, tuple[str, str]] | None = None) -> str:
-    """Run the bisection for one item (bounded) and return its Markdown, or why there is none."""
+                commits: dict[str, tuple[str, str]] | None = None, script: Path | None = None) -> str:
+    """Run the bisection for one item (bounded) and return its Markdown, or why there is none.
+    `script`: the reduced reproducer, bisected instead of the test (and embedded in the bisection)."""
     if item["case"] == "(whole cell)":
         return "Not bisected: the whole cell failed (no test ran), see the reason above."
     from harness.report.grammar import is_node_id
@@ -167,7 +178,10 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
         argv.append("--pre")
     argv += commit_args(pkg, commits=commits)
-    argv += ["--", item["case"]]  # the test id is a positional value, never an option (`--script=PROGRAM`)
+    if script is not None:  # the reduced script is what is bisected (and embedded); --script takes the rest of the line
+        argv += ["--script", str(script)]
+    else:
+        argv += ["--", item["case"]]  # the test id is a positional value, never an option (`--script=PROGRAM`)
     return _run_bisect(argv, pkg, good, bad, md, budget_s)
 
 
@@ -228,8 +242,10 @@ def _result(report: dict[str, Any], case: str, cell: str) -> tuple[dict[str, Any
     return None
 
 
-def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str) -> tuple[str, str]:
-    """(title, body) of the item's issue, in the one form report and bisect use (harness.report.issue_body)."""
+def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], bisect_md: str,
+               reduced: Path | None = None) -> tuple[str, str]:
+    """(title, body) of the item's issue, in the one form report and bisect use (harness.report.issue_body);
+    with `reduced` (repro/CASE.min.py), that script first and the full one collapsed."""
     from harness.report.issue_body import title
     from harness.report.repro import printable, repro_markdown, safe_name, script_for
 
@@ -245,7 +261,9 @@ def issue_text(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], b
         cell, r = {"cell": item["cell"], "pins": b, "device": "?"}, {"raw": item["new"], "verdict": item["new"]}
     name = f"{safe_name(item['cell'])}__{safe_name(case or 'cell')}.py"
     body = repro_markdown(case, cell, r, script_for(case, cell, r), name, moved=moved, bisection=bisect_md,
-                          marker=marker(item), verdict_line=verdict, appendix=False)
+                          marker=marker(item), verdict_line=verdict, appendix=False,
+                          reduced=reduced.read_text(encoding="utf-8", errors="replace") if reduced else None,
+                          reduced_name=reduced.name if reduced else "repro.min.py")
     body += "\n_Filed by `python -m harness news`; edited in place when the same news is seen again._\n"
     return printable(f"[xla-seams] {item['kind']}: {title(case, cell, r)}")[:250], body  # C1 controls too
 
@@ -309,8 +327,10 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
         say(f"[{i}/{min(len(items), max_items)}] {item['kind']}: {item['case']} on {item['cell']}")
         work = out / f"item{i}"
         work.mkdir(parents=True, exist_ok=True)
-        bisect_md = bisect_item(item, old, new, budget_s, work, commits) if bisect else "Not bisected (--no-bisect)."
-        title, body = issue_text(item, old, new, bisect_md)
+        reduced = reduced_script(new_path, item)
+        bisect_md = (bisect_item(item, old, new, budget_s, work, commits, reduced) if bisect
+                     else "Not bisected (--no-bisect).")
+        title, body = issue_text(item, old, new, bisect_md, reduced)
         body_file = work / "issue.md"
         body_file.write_text(body)
         mark = marker(item)

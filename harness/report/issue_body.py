@@ -84,8 +84,10 @@ def title(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any
 def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any], *,
                script: str | None = None, script_name: str = "repro.py", standalone_install: str = "",
                harness_install: str = "", harness_run: Sequence[str] = (), moved: Sequence[str] = (),
-               bisection: str | None = None, marker: str | None = None, verdict_line: str | None = None) -> str:
-    """The issue body for one result (see the module docstring for the sections)."""
+               bisection: str | None = None, marker: str | None = None, verdict_line: str | None = None,
+               reduced: str | None = None, reduced_name: str = "repro.min.py") -> str:
+    """The issue body for one result (see the module docstring for the sections); `reduced`, the
+    script `harness reduce` made from `script`, is shown first, open, and the full one collapsed."""
     out: list[str] = [marker, ""] if marker else []  # the title is the issue's (or CASE.md's heading)
     if case_id:
         out.append(f"- case: {code(case_id)} (xla-seams scenario)")
@@ -108,10 +110,16 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
     if bisection:
         out += ["", "### Bisection", "", demote_headings(scrub_paths(bisection).strip())]
     out += ["", "### Reproduce", ""]
+    if reduced is not None:
+        out += [f"Reduced ({len(reduced.splitlines())} lines; `harness reduce` kept the full script's exit status "
+                "and failure; exit 1 while the bug is there, 0 once fixed):", "",
+                *fence(f"python3.11 -m venv venv && . venv/bin/activate\n{standalone_install}\npython {shlex.quote(reduced_name)}", "sh"),
+                "", *fence(reduced, "python"), ""]
     if script is not None:
         if "download.pytorch.org/whl/cpu" in standalone_install:  # say why the line names another index
             out += ["torch comes from PyTorch's CPU wheels: the cell runs on CPU, so no CUDA libraries are downloaded.", ""]
-        out += ["Standalone (only the packages below; exit 1 while the bug is there, 0 once fixed):", "",
+        out += [("The full script it was reduced from" if reduced is not None else "Standalone")
+                + " (only the packages below; exit 1 while the bug is there, 0 once fixed):", "",
                 *fence(f"python3.11 -m venv venv && . venv/bin/activate\n{standalone_install}\npython {shlex.quote(script_name)}", "sh"),
                 "", f"<details><summary>{one_line(script_name)}</summary>", "", *fence(script, "python"), "",
                 "</details>", ""]

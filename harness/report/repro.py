@@ -244,7 +244,8 @@ def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> 
 
 def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any], script: str | None = None,
                    script_name: str = "repro.py", *, moved: Sequence[str] = (), bisection: str | None = None,
-                   marker: str | None = None, verdict_line: str | None = None, appendix: bool = True) -> str:
+                   marker: str | None = None, verdict_line: str | None = None, appendix: bool = True,
+                   reduced: str | None = None, reduced_name: str = "repro.min.py") -> str:
     """The issue body for one result (harness.report.issue_body), with the scenario's source and its
     observations appended when `appendix` (repro/CASE.md; a filed issue stays short)."""
     env = run_env(cell)
@@ -258,7 +259,8 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
     body = issue_body(case_id, cell, r, script=script, script_name=script_name,
                       standalone_install=standalone_install_line(cell),
                       harness_install=harness_install_line(str(cell.get("install_line") or ""), cell),
-                      harness_run=run_lines, moved=moved, bisection=bisection, marker=marker, verdict_line=verdict_line)
+                      harness_run=run_lines, moved=moved, bisection=bisection, marker=marker, verdict_line=verdict_line,
+                      reduced=reduced, reduced_name=reduced_name)
     if not appendix:
         return body
     out = [f"# {title(case_id, cell, r)}", "", body]

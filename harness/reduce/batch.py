@@ -1,0 +1,219 @@
+"""Reduce a batch of standalone scripts (`harness reduce`, `harness report --reduce`) and write
+repro/CASE.min.py beside each (CASE.md then shows it first).
+
+Each cell gets one fork server (its interpreter, the heavy packages imported once) for all its
+scripts; a cell where the same case passes and the full script exits 0 (the fixing release first)
+is the contrast every kept candidate must pass in. Figures go to repro/reduce.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from packaging.version import InvalidVersion, Version
+
+from harness.errors import UserError
+from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
+from harness.reduce.normalise import reduced_script
+from harness.reduce.reducer import NotReducible, reduce_script
+from harness.reduce.server import ForkServer, heavy_imports
+
+_TORCH = {"torch", "torch_xla", "torchax"}
+_KNOWN = re.compile(r"^# known issue ([A-Za-z0-9_.:-]+):", re.M)
+
+
+@dataclass
+class Job:
+    """One script to reduce and what is known about it."""
+
+    script: Path
+    cell: str
+    case_id: str | None = None
+    contrast: list[str] = field(default_factory=list)  # cells to pass in, best first
+
+
+@dataclass
+class Outcome:
+    """One script's reduction, as repro/reduce.json records it."""
+
+    script: str
+    cell: str
+    lines_before: int
+    lines_after: int | None = None
+    seconds: float = 0.0
+    candidates: int = 0
+    ran: int = 0
+    budget_hit: bool = False
+    contrast: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+def min_path(script: Path) -> Path:
+    """repro/CASE.min.py for repro/CASE.py."""
+    return script.with_name(script.name.removesuffix(".py") + ".min.py")
+
+
+def known_match(source: str) -> str | None:
+    """The known issue's `match` for the id the script's header names (the regex is the project's own,
+    from matrices/known_issues/; the header only picks which)."""
+    from harness.judge.expectations import load_expectations
+
+    m = _KNOWN.search(source)
+    if not m:
+        return None
+    exp = next((e for e in load_expectations() if e.id == m.group(1)), None)
+    return exp.match if exp else None
+
+
+def _cell(name: str):
+    from harness.cells.matrix import catalogue
+
+    found = [c for c in catalogue().cells if c.name == name]
+    if not found:
+        raise UserError(f"no cell {name!r} in matrices/*.yaml; pass --cell with one of `python -m harness matrix --format names`")
+    return found[0]
+
+
+def _version(pins: dict[str, Any]) -> Version:
+    for pkg in ("torch_xla", "torch-xla", "torchax", "jax"):
+        try:
+            if pins.get(pkg):
+                return Version(str(pins[pkg]))
+        except InvalidVersion:
+            continue
+    return Version("0")
+
+
+def contrast_cells(report: dict[str, Any], case_id: str, failing: str) -> list[str]:
+    """Cells of the report where the case passes: later releases first (the fixing one), then older."""
+    cells = {c["cell"]: c for c in report["cells"]}
+    case = next((c for c in report["cases"] if c["id"] == case_id), None)
+    if case is None or failing not in cells:
+        return []
+    bad = _version(cells[failing].get("pins") or {})
+    passing = [n for n, r in case["results"].items() if r.get("raw") == "pass" and n in cells and n != failing]
+    return sorted(passing, key=lambda n: (_version(cells[n].get("pins") or {}) < bad, str(n)))
+
+
+def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
+    """Reduce every job's script (one fork server per cell, shared by its scripts) and write CASE.min.py."""
+    from harness.cells.envs import ensure_env
+
+    servers: dict[str, ForkServer] = {}
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="seams-reduce-") as tmp:
+        def server(name: str, preload: list[str]) -> ForkServer:
+            if name not in servers:
+                cell = _cell(name)
+                servers[name] = ForkServer(ensure_env(cell).python, cell.run_env(), preload, Path(tmp) / name, name)
+                servers[name].start()
+            return servers[name]
+
+        try:
+            for job in sorted(jobs, key=lambda j: j.cell):
+                outcomes.append(_one(job, server, budget_s, say))
+        finally:
+            for s in servers.values():
+                s.close()
+    return outcomes
+
+
+def _one(job: Job, server: Callable[[str, list[str]], ForkServer], budget_s: float | None,
+         say: Callable[[str], None]) -> Outcome:
+    source = job.script.read_text(encoding="utf-8", errors="replace")
+    out = Outcome(job.script.name, job.cell, len(source.splitlines()))
+    preload = heavy_imports(source)
+    budget = budget_s if budget_s is not None else (TORCH_BUDGET_S if set(preload) & _TORCH else JAX_BUDGET_S)
+    start = time.monotonic()
+    say(f"reduce {job.script.name} ({out.lines_before} lines) in {job.cell}")
+    try:
+        contrast = [server(c, preload) for c in job.contrast[:1]]
+        red = reduce_script(source, server(job.cell, preload), known_match(source), contrast=contrast,
+                            budget_s=budget, say=lambda m: say("  " + m))
+    except NotReducible as exc:
+        out.refused, out.seconds = str(exc), round(time.monotonic() - start, 1)
+        say(f"  refused: {exc}")
+        return out
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", job.script.name)
+    text = reduced_script(red.preamble, red.body, name, out.lines_before, red.signature, red.contrast)
+    min_path(job.script).write_text(text, encoding="utf-8")
+    out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
+    out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast
+    say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({red.ran} runs"
+        + (", budget reached" if red.budget_hit else "") + f") -> {min_path(job.script).name}")
+    return out
+
+
+def report_jobs(report_dir: Path) -> list[Job]:
+    """A job for every failing result of a report that has repro/CASE.py."""
+    from harness.report.diff import load_report
+    from harness.report.model import iter_results
+    from harness.report.repro import FAILING_RAW, safe_name
+
+    report = load_report(report_dir / "report.json")
+    jobs = []
+    for case_id, cell, r in iter_results(report):
+        script = report_dir / "repro" / f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.py"
+        if case_id and r.get("raw") in FAILING_RAW and script.is_file():
+            jobs.append(Job(script, cell, case_id, contrast_cells(report, case_id, cell)))
+    return jobs
+
+
+def rewrite_markdown(report_dir: Path) -> int:
+    """CASE.md again for every result with a CASE.min.py, the reduced script first; returns how many."""
+    from harness.report.diff import load_report
+    from harness.report.repro import repro_files, repro_markdown, script_for
+    from harness.safeio import atomic_write
+
+    report = load_report(report_dir / "report.json")
+    cells = {c["cell"]: c for c in report["cells"]}
+    n = 0
+    for case_id, cell, r, name in repro_files(report):
+        stem = name.removesuffix(".md")
+        reduced = report_dir / "repro" / f"{stem}.min.py"
+        if not reduced.is_file():
+            continue
+        script = script_for(case_id, cells[cell], r)
+        md = repro_markdown(case_id, cells[cell], r, script, f"{stem}.py",
+                            reduced=reduced.read_text(encoding="utf-8"), reduced_name=reduced.name)
+        atomic_write(report_dir / "repro" / name, md, durable=False)
+        n += 1
+    return n
+
+
+def write_figures(repro_dir: Path, outcomes: list[Outcome]) -> None:
+    """repro/reduce.json: one record per script (the docs' figures are read from it)."""
+    from harness.safeio import atomic_write
+
+    atomic_write(repro_dir / "reduce.json", json.dumps([asdict(o) for o in outcomes], indent=1) + "\n", durable=False)
+
+
+def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
+    """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
+    outcomes = reduce_jobs(report_jobs(report_dir), budget_s, say)
+    write_figures(report_dir / "repro", outcomes)
+    rewrite_markdown(report_dir)
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """One line: how many reduced, lengths before and after, time."""
+    done = [o for o in outcomes if o.lines_after is not None]
+    if not done:
+        return f"reduce: 0 of {len(outcomes)} scripts reduced"
+    after = sorted(o.lines_after for o in done if o.lines_after is not None)
+    before = sorted(o.lines_before for o in done)
+    return (f"reduce: {len(done)} of {len(outcomes)} scripts reduced; lines {before[0]}-{before[-1]} "
+            f"(median {_median(before)}) -> {after[0]}-{after[-1]} (median {_median(after)}); "
+            f"{sum(o.seconds for o in outcomes):.0f} s, the slowest {max(o.seconds for o in outcomes):.0f} s")
+
+
+def _median(xs: list[int]) -> float:
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2

@@ -1,0 +1,63 @@
+"""`harness reduce repro/CASE.py ...` (the parser: building it imports nothing heavy; the work is
+harness.reduce.batch)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.errors import UserError
+
+DESCRIPTION = """\
+Reduce each repro/CELL__CASE.py (from `harness report`) with pysource-minimize and write
+repro/CELL__CASE.min.py beside it; CASE.md then shows the reduced script first.
+
+A candidate is kept only if it has the full script's signature: the same exit status, exception
+type and message up to numbers, the known issue's `match` in its output, raised at the same
+statement; and it exits 0 in a cell where the case passes (--passes-in, or from the report.json
+beside repro/, the fixing release first). Candidates run in the cell's env (`python -I`, the
+project off sys.path), each in a fresh fork of a server that imported jax/torch/torch_xla once,
+under a timeout, in a scratch folder. Refused: a script that does not fail, a flaky one (two runs
+disagree), and an assertion of the script's own with no passing cell to tell the bug from a
+reduction that broke the check. Figures: repro/reduce.json. Exit 0 if every script was reduced."""
+
+JAX_BUDGET_S = 60  # issue 32: a jax-only repro reduces within a minute, a torch one within five
+TORCH_BUDGET_S = 300
+
+
+def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("reduce", help="reduce standalone reproducers to what still fails the same way (CASE.min.py)",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scripts", nargs="+", type=Path, metavar="repro/CELL__CASE.py")
+    p.add_argument("--cell", help="the cell whose env runs the scripts (default: the CELL of the file name)")
+    p.add_argument("--passes-in", action="append", default=[], metavar="CELL",
+                   help="a cell where the case passes: every kept candidate must exit 0 there too "
+                        "(default: taken from the report.json beside repro/, the fixing release first)")
+    p.add_argument("--budget", type=float, metavar="S",
+                   help=f"seconds per script (default {JAX_BUDGET_S} jax-only, {TORCH_BUDGET_S} with torch); "
+                        "at the budget the smallest script found so far is written")
+    p.set_defaults(handler=cmd_reduce)
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    """0 when every script was reduced, 1 when one was refused (it does not fail, or flakily)."""
+    from harness.reduce.batch import Job, reduce_jobs, report_jobs, rewrite_markdown, summary
+
+    jobs = []
+    for script in args.scripts:
+        if not script.is_file() or script.suffix != ".py" or script.name.endswith(".min.py"):
+            raise UserError(f"{script}: not a standalone script (repro/CELL__CASE.py)")
+        cell = args.cell or script.name.split("__", 1)[0]
+        case_id, contrast = None, list(args.passes_in)
+        report = script.resolve().parent.parent / "report.json"
+        if report.is_file() and not contrast:
+            found = [j for j in report_jobs(report.parent) if j.script.name == script.name]
+            if found:
+                case_id, contrast = found[0].case_id, found[0].contrast
+        jobs.append(Job(script, cell, case_id, contrast))
+    outcomes = reduce_jobs(jobs, args.budget)
+    print(summary(outcomes))
+    reports = {j.script.resolve().parent.parent for j in jobs if (j.script.resolve().parent.parent / "report.json").is_file()}
+    for d in reports:
+        rewrite_markdown(d)
+    return 0 if all(o.refused is None for o in outcomes) else 1

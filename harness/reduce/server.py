@@ -1,0 +1,133 @@
+"""The host side of the fork server (harness.incell.forkserver): one long-lived process in the
+cell's interpreter that imported the heavy packages once; each candidate is a fresh fork of it.
+
+The script is untrusted data: it runs only in the cell's interpreter (`python -I`, the project off
+sys.path), in a scratch folder, under an alarm, in its own session, and this side reads back only
+an exit status and a small JSON record that is checked, never evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from harness import lifeline
+from harness.paths import REPO
+
+SERVER_SOURCE = REPO / "harness/incell/forkserver.py"
+MAX_RECORD = 16_000  # bytes of a .sig record read back; more is a tampering script, not a signature
+MAX_OUTPUT = 200_000  # bytes of a candidate's output read back (its tail)
+# Modules imported before the first fork, in this order, when the script imports them.
+HEAVY = ("numpy", "jax", "torch", "torch_xla", "torchax", "flax", "optax")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One candidate's run: exit status (negative: the signal), the child's record, its output tail."""
+
+    status: int
+    record: dict[str, Any] | None
+    output: str
+    seconds: float
+
+
+def heavy_imports(source: str) -> list[str]:
+    """The heavy packages the script imports (a word match on its import lines: names only, never run)."""
+    found = []
+    for line in source.splitlines():
+        words = line.replace(",", " ").replace(".", " ").split()
+        if words[:1] in (["import"], ["from"]):
+            found += [w for w in words[1:] if w in HEAVY]
+    return [m for m in HEAVY if m in found]
+
+
+def _checked_record(text: str) -> dict[str, Any] | None:
+    """The child's record if it has the expected shape (a tampered one counts as no record)."""
+    try:
+        rec = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("type"), str) or not isinstance(rec.get("message"), str):
+        return None
+    line = rec.get("line")
+    return {"type": rec["type"][:300], "message": rec["message"][:4000],
+            "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
+            "in_script": rec.get("in_script") is True}
+
+
+class ForkServer:
+    """`with ForkServer(python, env, preload, scratch) as s: s.run(source, timeout)`."""
+
+    def __init__(self, python: Path, env: Mapping[str, str], preload: list[str], scratch: Path, name: str = "") -> None:
+        self.python, self.env, self.preload, self.scratch, self.name = python, dict(env), preload, scratch, name
+        self.proc: subprocess.Popen | None = None
+        self.token = uuid.uuid4().hex
+        self.runs = 0
+
+    def __enter__(self) -> "ForkServer":
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        server = self.scratch / "forkserver.py"
+        server.write_text(SERVER_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.scratch), **self.env,
+               **lifeline.owner_env(self.token)}
+        self.proc = subprocess.Popen(lifeline.wrap([str(self.python), "-I", str(server), ",".join(self.preload)]),
+                                     cwd=self.scratch, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        lifeline.track(self.proc)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            lifeline.kill_group(self.proc)
+            lifeline.untrack(self.proc)
+            lifeline.sweep(self.token)  # candidates run in their own sessions
+            self.proc = None
+
+    def run(self, source: str, timeout_s: int) -> Run:
+        """Run one candidate (a fresh fork); a server that stops answering is restarted."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.close()
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        path = self.scratch / "repro.py"  # one name: the traceback and messages never differ by file name
+        path.write_text(source, encoding="utf-8")
+        start = time.monotonic()
+        self.runs += 1
+        status: int | None = None
+        try:
+            self.proc.stdin.write(json.dumps({"script": str(path), "timeout": timeout_s}) + "\n")
+            self.proc.stdin.flush()
+            # the import of the heavy packages happens before the first answer: allow for it
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s + (600 if self.runs == 1 else 30))
+            if ready:
+                line = self.proc.stdout.readline()
+                status = int(json.loads(line)["status"]) if line else None
+        except (BrokenPipeError, ValueError, KeyError, TypeError):
+            status = None
+        if status is None:  # hung past its alarm or died: a fresh server for the next candidate
+            self.close()
+            status = -9
+        sig = Path(str(path) + ".sig")
+        out = Path(str(path) + ".out")
+        record = _checked_record(_tail(sig, MAX_RECORD, head=True)) if sig.is_file() else None
+        return Run(status, record, _tail(out, MAX_OUTPUT) if out.is_file() else "", time.monotonic() - start)
+
+
+def _tail(path: Path, limit: int, head: bool = False) -> str:
+    with open(path, "rb") as f:
+        if not head:
+            f.seek(max(0, path.stat().st_size - limit))
+        return f.read(limit).decode("utf-8", errors="replace")

@@ -1,0 +1,110 @@
+"""A failing script's signature: what a reduced script must keep to be the same finding.
+
+- the exit status (1 for an exception, the signal for a crash);
+- the exception's type;
+- the failure itself: the known issue's `match` regex in the output where the finding is a known
+  issue with one, else the exception's message up to numbers (values, counts, addresses and line
+  numbers may change as the script shrinks; the words may not);
+- where it surfaced: the script's own statement at the innermost frame, as source (for a `raise`
+  under an `if`, the condition too), so the check that fails is the original's, word for word,
+  and a reduction cannot turn `if bug: raise` into a bare `raise`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from harness.reduce.server import Run
+
+_CRASH_LINE = re.compile(r'File "([^"]*)", line (\d+)')
+
+
+@dataclass(frozen=True)
+class Signature:
+    status: int
+    type: str | None
+    failure: str | None  # the match regex's presence ("match"), or the message up to numbers
+    where: str | None
+    own_check: bool = False  # the script raised it (an assert, a `raise AssertionError`), not the library
+
+    def describe(self) -> str:
+        parts = [f"exit {self.status}"] + [p for p in (self.type, self.failure, self.where) if p]
+        return "; ".join(p if len(p) < 200 else p[:197] + "..." for p in parts)
+
+
+def up_to_numbers(message: str) -> str:
+    """The message with every number (hex addresses, floats, counts, shapes' sizes) as `N`."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "N", message)
+    text = re.sub(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?", "N", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def statement_text(node: ast.stmt, parent: ast.AST | None) -> str | None:
+    """A statement as the signature says it: canonical source; a block by its header (`if COND`);
+    a `raise` directly under an `if` with its condition (`if COND: raise ...`)."""
+    if isinstance(node, (ast.If, ast.While)):
+        return f"{'if' if isinstance(node, ast.If) else 'while'} {ast.unparse(node.test)}"  # its condition raised
+    if isinstance(node, ast.For):
+        return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+    if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Assert,
+                             ast.Import, ast.ImportFrom, ast.Delete)):
+        return None  # a decorator, a def's or a with's header: no single statement to keep
+    text = ast.unparse(node)
+    if isinstance(node, ast.Raise) and isinstance(parent, ast.If) and node in parent.body:
+        text = f"if {ast.unparse(parent.test)}: {text}"
+    return text
+
+
+def statement_texts(tree: ast.AST) -> set[str]:
+    """Every statement of tree as statement_text says it (a cheap test that a candidate kept one)."""
+    parents = _parents(tree)
+    return {t for n in ast.walk(tree) if isinstance(n, ast.stmt) for t in [statement_text(n, parents.get(n))] if t}
+
+
+def statement_at(source: str, line: int | None) -> str | None:
+    """The innermost statement of source that holds `line`, as statement_text says it."""
+    if line is None:
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    best: ast.stmt | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0)):
+                best = node
+    return None if best is None else statement_text(best, _parents(tree).get(best))
+
+
+def _crash_line(output: str, path_name: str) -> int | None:
+    """The script's innermost line in faulthandler's dump (most recent call first)."""
+    for m in _CRASH_LINE.finditer(output):
+        if m.group(1).endswith(path_name):
+            return int(m.group(2))
+    return None
+
+
+def signature(run: Run, source: str, match: str | None) -> Signature:
+    """The signature of one run of `source` (match: the known issue's regex, if it has one)."""
+    rec = run.record or {}
+    if run.status < 0:  # a crash or the alarm: the signal, and the script's line where faulthandler saw it
+        return Signature(run.status, None, None, statement_at(source, _crash_line(run.output, "repro.py")))
+    failure = None
+    if run.status == 1 and rec:
+        # Both: a known issue's match can be generic ("inconsistent with the original primal values"),
+        # and a reducer finds another way to raise it; the message up to numbers keeps the dtypes and names.
+        failure = up_to_numbers(rec["message"])
+        if match:
+            failure = ("match: " if re.search(match, run.output) else "no match: ") + failure
+    where = statement_at(source, rec.get("line")) if rec else None
+    # The script's own check: an assertion, or a `raise` of the script's. Not "the innermost frame is the
+    # script's": jax filters its own frames out of tracebacks, so its errors look raised by the caller.
+    own = rec.get("type") == "builtins.AssertionError" or bool(where and re.match(r"(raise\b|assert\b|if .*: raise\b)", where))
+    return Signature(run.status, rec.get("type"), failure, where, bool(rec) and own)

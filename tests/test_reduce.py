@@ -1,0 +1,214 @@
+"""harness reduce on real pure-Python scripts: the fork server (here in this interpreter, which is
+what a cell's is to it), the signature predicate, the contrast cell and what is refused."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.reduce.names import undefined_names
+from harness.reduce.normalise import format_code, reduced_script
+from harness.reduce.reducer import NotReducible, reduce_script, split_preamble
+from harness.reduce.server import ForkServer, heavy_imports
+from harness.reduce.signature import signature, statement_at, up_to_numbers
+
+HEADER = textwrap.dedent("""\
+    # suites/x/test_x.py::test_x: standalone reproducer (xla-seams), cell fake-cpu (cpu)
+    # install: pip install numpy==2.4.6
+    # python3 repro.py (sets XLA_FLAGS itself): exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here
+    import os
+    os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')
+    """)
+
+# A "library" whose bug depends on an env var (BUG=1 in the bad cell, unset in the fixed one), buried
+# among helpers, dead branches and records the check does not need.
+SCRIPT = HEADER + textwrap.dedent('''\
+    import json
+    import math
+
+    UNUSED_TABLE = {"a": 1, "b": 2, "c": 3}
+
+
+    def library_sum(values):
+        total = 0.0
+        for v in values:
+            total += v
+        if os.environ.get("BUG") == "1" and len(values) > 2:
+            total += 0.5  # the bug: an off-by-half once there are three or more values
+        return total
+
+
+    def unused_helper(x):
+        return json.dumps({"x": x, "sqrt": math.sqrt(abs(x))})
+
+
+    def records(values):
+        return {"n": len(values), "mean": sum(values) / len(values)}
+
+
+    def core(values, observe):
+        """library_sum equals the exact sum."""
+        seen = records(values)
+        note = unused_helper(seen["n"])
+        got = library_sum(values)
+        want = math.fsum(values)
+        if abs(got - want) > 1e-9:
+            raise AssertionError(f"library_sum gave {got}, the exact sum is {want} ({len(values)} values)")
+        observe.append(note)
+
+
+    if __name__ == "__main__":
+        core([1.0, 2.0, 3.0, 4.0], observe=[])
+        print("no failure")
+    ''')
+
+
+def _server(tmp: Path, name: str, **env: str) -> ForkServer:
+    return ForkServer(Path(sys.executable), {"PYTHONHASHSEED": "0", **env}, [], tmp / name, name)
+
+
+def test_a_reduced_script_keeps_the_signature_and_passes_where_the_bug_is_fixed(tmp_path):
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good") as good:
+        red = reduce_script(SCRIPT, bad, None, contrast=[good], budget_s=120)
+        text = reduced_script(red.preamble, red.body, "CASE.py", len(SCRIPT.splitlines()), red.signature)
+        full_sig = signature(bad.run(SCRIPT, 30), SCRIPT, None)
+        assert signature(bad.run(text, 30), text, None) == full_sig
+        assert good.run(text, 30).status == 0
+    assert full_sig.status == 1 and full_sig.type == "builtins.AssertionError"
+    assert len(text.splitlines()) < len(SCRIPT.splitlines()) - 15, text
+    assert "unused_helper" not in text and "UNUSED_TABLE" not in text and "records" not in text
+    # the check is the original's, word for word, and the header and env preamble are kept
+    assert "if abs(got - want) > 1e-09:" in text
+    assert text.startswith(HEADER.splitlines()[0]) and "os.environ.setdefault('XLA_FLAGS'" in text
+    assert not undefined_names(ast.parse(text))
+    assert red.contrast == ["good"]
+
+
+def test_the_scripts_own_check_is_not_reduced_without_a_cell_where_it_passes(tmp_path):
+    # gutting what an assertion checks fails the same way: only a passing cell tells the bug apart
+    with _server(tmp_path, "bad", BUG="1") as bad, pytest.raises(NotReducible, match="--passes-in"):
+        reduce_script(SCRIPT, bad, None, budget_s=60)
+
+
+LIBRARY_RAISES = HEADER + textwrap.dedent('''\
+    import json
+    import math
+
+
+    def payload(n):
+        rows = [{"i": i, "sqrt": math.sqrt(i)} for i in range(n)]
+        text = json.dumps(rows)
+        return text[:-1]  # the bug: the closing bracket is cut
+
+
+    def unrelated():
+        return sorted({"b": 2, "a": 1})
+
+
+    def core():
+        order = unrelated()
+        data = json.loads(payload(3))
+        assert order == ["a", "b"]
+        return data
+
+
+    if __name__ == "__main__":
+        core()
+    ''')
+
+
+def test_a_failure_the_library_raises_is_reduced_without_a_contrast_cell(tmp_path):
+    with _server(tmp_path, "bad") as bad:
+        red = reduce_script(LIBRARY_RAISES, bad, "Expecting", budget_s=120)
+        text = reduced_script(red.preamble, red.body, "CASE.py", len(LIBRARY_RAISES.splitlines()), red.signature)
+        assert signature(bad.run(text, 30), text, "Expecting") == signature(bad.run(LIBRARY_RAISES, 30), LIBRARY_RAISES, "Expecting")
+    assert red.signature.type == "json.decoder.JSONDecodeError" and not red.signature.own_check
+    assert "unrelated" not in text and "data = json.loads(payload(3))" in text
+    assert len(text.splitlines()) < len(LIBRARY_RAISES.splitlines()) - 8, text
+
+
+def test_a_script_that_does_not_fail_is_refused(tmp_path):
+    with _server(tmp_path, "good") as good, pytest.raises(NotReducible, match="does not fail"):
+        reduce_script(SCRIPT, good, None, budget_s=30)
+
+
+def test_a_flaky_signature_is_refused(tmp_path):
+    # two runs of the original disagree (the counter file lives in the scratch folder the children share)
+    flaky = HEADER + textwrap.dedent("""\
+        from pathlib import Path
+        p = Path('count')
+        n = int(p.read_text()) if p.exists() else 0
+        p.write_text(str(n + 1))
+        raise ValueError('odd' if n % 2 else 'even')
+        """)
+    with _server(tmp_path, "bad") as bad, pytest.raises(NotReducible, match="flaky"):
+        reduce_script(flaky, bad, None, budget_s=30)
+
+
+def test_the_known_issues_match_must_be_in_the_output(tmp_path):
+    with _server(tmp_path, "bad", BUG="1") as bad, pytest.raises(NotReducible, match="match"):
+        reduce_script(SCRIPT, bad, "a message this script never prints", budget_s=30)
+
+
+def test_a_hanging_candidate_is_killed_by_its_alarm_and_the_server_goes_on(tmp_path):
+    with _server(tmp_path, "s") as s:
+        hung = s.run("while True:\n    pass\n", 1)
+        after = s.run("raise KeyError('k')\n", 10)
+    assert hung.status == -14  # SIGALRM
+    assert after.status == 1 and after.record and after.record["type"] == "builtins.KeyError"
+
+
+def test_what_a_script_prints_or_forges_is_data_not_its_signature(tmp_path):
+    forger = textwrap.dedent("""\
+        import json, sys
+        print(json.dumps({"status": 0}))
+        sys.stdout.flush()
+        raise RuntimeError("real failure")
+        """)
+    with _server(tmp_path, "s") as s:
+        run = s.run(forger, 10)
+        spawner = s.run("import subprocess, sys\nsubprocess.Popen(['sleep', '300'])\nraise SystemExit(3)\n", 10)
+    assert run.status == 1 and run.record and run.record["message"] == "real failure"
+    assert spawner.status == 3  # and its sleep went with its session (the server's killpg)
+
+
+def test_signature_parts():
+    assert up_to_numbers("Mismatched elements: 3 / 8 (37.5%), max 1.5e-03 at 0x7f00ab") == \
+        "Mismatched elements: N / N (N%), max N at N"
+    src = "x = 1\nif x > 0:\n    raise ValueError('bad')\nassert x == 2, 'two'\n"
+    assert statement_at(src, 3) == "if x > 0: raise ValueError('bad')"
+    assert statement_at(src, 4) == "assert x == 2, 'two'"
+    assert undefined_names(ast.parse("def f(a):\n    return a + b\n")) == {"b"}
+    head, body = split_preamble(SCRIPT)
+    assert head.splitlines()[-1].startswith("os.environ.setdefault(") and body.startswith("import json")
+    assert heavy_imports("import jax\nfrom torch_xla import core\nimport numpy as np\n") == ["numpy", "jax", "torch_xla"]
+    assert format_code("import os\ndef f():\n    return 1\nf()\n") == "import os\n\ndef f():\n    return 1\n\nf()\n"
+
+
+def test_the_contrast_cell_is_the_fixing_release_first_then_older_passing_cells():
+    from harness.reduce.batch import contrast_cells
+
+    report = {"cells": [{"cell": n, "pins": {"jax": v}} for n, v in
+                        (("j53", "0.5.3"), ("j60", "0.6.0"), ("j72", "0.7.2"), ("j102", "0.10.2"))],
+              "cases": [{"id": "c", "results": {"j53": {"raw": "pass"}, "j60": {"raw": "fail"},
+                                                "j72": {"raw": "fail"}, "j102": {"raw": "pass"}}}]}
+    assert contrast_cells(report, "c", "j60") == ["j102", "j53"]
+    assert contrast_cells(report, "c", "j102") == ["j53"]
+    assert contrast_cells(report, "other", "j60") == []
+
+
+def test_the_cli_refuses_what_is_not_a_standalone_script(tmp_path):
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    (tmp_path / "x.min.py").write_text("raise SystemExit(1)\n")
+    (tmp_path / "jax999-cpu__case.py").write_text("raise SystemExit(1)\n")
+    for arg, says in ((tmp_path / "x.min.py", "not a standalone script"), (tmp_path / "missing.py", "not a standalone"),
+                      (tmp_path / "jax999-cpu__case.py", "no cell 'jax999-cpu'")):
+        proc = subprocess.run([sys.executable, "-m", "harness", "reduce", str(arg)], cwd=repo, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr

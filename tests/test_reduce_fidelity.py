@@ -1,0 +1,182 @@
+"""Fidelity of the reduced reproducers, on real cells (e2e; issue 32 item 3).
+
+The default matrix's failing results (the cases a known issue names; CI: the jax-only cells, as in
+test_standalone_fidelity) are exported and reduced by `harness report --reduce`'s code. Each
+repro/CASE.min.py then runs in its cell's env with the project off sys.path, in processes forked
+by the standalone fidelity test's driver (its code, not the reducer's fork server), beside the full
+CASE.py: the same exit status, exception type, message up to numbers and the known issue's match.
+For fixed known issues, the reduced script exits 0 on the fixing release.
+
+A script may be refused only for the one reason a reduction cannot be checked: its failure is
+its own assertion and no cell passes the case (a reduction that guts what the assertion checks
+fails the same way). SEAMS_REDUCE_REPORT=DIR checks a report that `harness report --reduce` made
+(the docs figure: the default budget per script); otherwise the reduction here runs with
+SEAMS_REDUCE_BUDGET seconds per script (default 15, CI's bound) on SEAMS_FIDELITY_REPORT or a
+fresh run of the jax-only cells.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cells.envs import ensure_env
+from harness.cells.matrix import load_matrix
+from harness.judge.expectations import load_expectations
+from harness.paths import MATRICES_DIR
+from harness.report.repro import safe_name
+from tests.test_standalone_fidelity import FAILING_RAW, _everything, _fixing_pairs, _run_cell
+
+pytestmark = pytest.mark.e2e
+
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+ALLOWED_REFUSAL = "the failure is the script's own check"
+
+
+@pytest.fixture(scope="module")
+def reduced_report(request, tmp_path_factory) -> Path:
+    given = os.environ.get("SEAMS_REDUCE_REPORT")
+    if given:
+        return Path(given)
+    from harness.reduce.batch import reduce_report
+
+    source = request.getfixturevalue("fidelity_report")  # tests/conftest.py: the run the standalone test checks
+    out = tmp_path_factory.mktemp("reduced") / "report"
+    shutil.copytree(source, out)  # the given report may be read-only or shared
+    for stale in out.glob("repro/*.min.py"):
+        stale.unlink()
+    start = time.monotonic()
+    outcomes = reduce_report(out, budget_s=float(os.environ.get("SEAMS_REDUCE_BUDGET", "15")), say=lambda _m: None)
+    print(f"\nreduce: {len(outcomes)} scripts in {time.monotonic() - start:.0f} s")
+    return out
+
+
+def _failure(output: str) -> tuple[str, str]:
+    """(exception type, first message line up to numbers) of the last exception line in a traceback."""
+    from harness.reduce.signature import up_to_numbers
+
+    lines = output.strip().splitlines()
+    start = max((i for i, ln in enumerate(lines) if ln.startswith("Traceback (most recent call last)")), default=None)
+    if start is None:
+        return "", ""
+    for ln in lines[start + 1:]:
+        m = _EXC_LINE.match(ln)
+        if m and not ln.startswith(" ") and (m.group(1).endswith(("Error", "Exception", "Exit", "Interrupt"))
+                                             or "." in m.group(1)):
+            return m.group(1).rsplit(".", 1)[-1], up_to_numbers(m.group(2) or "")
+    return "", ""
+
+
+def test_the_failure_is_read_from_a_traceback():
+    out = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\n"
+           "ValueError: got 3 values, expected 2\n")
+    assert _failure(out) == ("ValueError", "got N values, expected N")
+    assert _failure("no traceback here") == ("", "")
+
+
+def _failing(report: dict, cells: dict) -> list[tuple[str, str, dict]]:
+    return [(cell, case["id"], r) for case in report["cases"] for cell, r in case["results"].items()
+            if r["raw"] in FAILING_RAW and cell in cells and (_everything() or not set(cells[cell].pins) & {
+                "torch", "torch_xla", "torch-xla", "torchax"})]
+
+
+def test_every_reduced_script_keeps_the_full_scripts_signature(reduced_report, tmp_path):
+    report = json.loads((reduced_report / "report.json").read_text())
+    cells = {c.name: c for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
+    expectations = {e.id: e for e in load_expectations()}
+    figures = {o["script"]: o for o in json.loads((reduced_report / "repro" / "reduce.json").read_text())}
+    by_cell: dict[str, list[tuple[str, dict, Path, Path]]] = {}
+    refused, unexplained = [], []
+    failing = _failing(report, cells)
+    assert failing, "no failing result: nothing was checked"
+    for cell, case_id, r in failing:
+        full = reduced_report / "repro" / f"{safe_name(cell)}__{safe_name(case_id)}.py"
+        small = full.with_name(full.name.removesuffix(".py") + ".min.py")
+        if not full.is_file():
+            continue  # test_standalone_fidelity says which failing results have no script
+        if small.is_file():
+            by_cell.setdefault(cell, []).append((case_id, r, full, small))
+            continue
+        why = (figures.get(full.name) or {}).get("refused") or "no CASE.min.py and no reason in reduce.json"
+        (refused if why.startswith(ALLOWED_REFUSAL) else unexplained).append(f"{cell} {case_id}: {why}")
+    wrong, kept = [], 0
+    for cell, items in sorted(by_cell.items()):
+        python = ensure_env(cells[cell]).python
+        work = tmp_path / cell
+        work.mkdir()
+        paths = []
+        for i, (_c, _r, full, small) in enumerate(items):
+            paths += [work / f"f{i}.py", work / f"m{i}.py"]
+            paths[-2].write_text(full.read_text())
+            paths[-1].write_text(small.read_text())
+        codes = _run_cell(python, cells[cell].run_env(), paths, work, "numpy,jax")
+        for i, (case_id, r, _full, _small) in enumerate(items):
+            f, m = work / f"f{i}.py", work / f"m{i}.py"
+            f_out, m_out = (Path(f"{p}.out").read_text(errors="replace") for p in (f, m))
+            exp = expectations.get((r.get("expectation") or {}).get("id", ""))
+            same = codes[str(f)] == codes[str(m)] != 0 and _failure(f_out) == _failure(m_out) != ("", "")
+            if same and exp is not None and exp.match:
+                same = bool(re.search(exp.match, m_out))
+            if same:
+                kept += 1
+            else:
+                wrong.append(f"{cell} {case_id}: full exits {codes[str(f)]} {_failure(f_out)}, reduced exits "
+                             f"{codes[str(m)]} {_failure(m_out)}")
+    done = [o for o in figures.values() if o.get("lines_after") is not None]
+    before = sorted(o["lines_before"] for o in done)
+    after = sorted(o["lines_after"] for o in done)
+    print(f"\nreduced fidelity: {kept} of {sum(map(len, by_cell.values()))} reduced scripts keep the full script's "
+          f"signature ({len(failing)} failing results; {len(refused)} refused: own check, no passing cell); lines "
+          f"{before[:1]}..{before[-1:]} -> {after[:1]}..{after[-1:]}, median {after[len(after) // 2] if after else None}")
+    assert not wrong, "\n".join(wrong)
+    assert not unexplained, "\n".join(unexplained)
+    assert all(o["lines_after"] <= o["lines_before"] for o in done)
+    assert kept, "no reduced script was checked"
+
+
+def test_reduced_scripts_of_fixed_known_issues_pass_on_the_fixing_release(reduced_report, tmp_path):
+    report = json.loads((reduced_report / "report.json").read_text())
+    matrix = {c.name: c for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
+    allowed = {n for n, c in matrix.items()
+               if _everything() or not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"}}
+    by_cell: dict[str, list[tuple[str, Path]]] = {}
+    for exp_id, case_id, bad, good in _fixing_pairs(report, allowed):
+        small = reduced_report / "repro" / f"{safe_name(bad)}__{safe_name(case_id)}.min.py"
+        if small.is_file():
+            work = tmp_path / good
+            work.mkdir(exist_ok=True)
+            path = work / f"s{len(by_cell.get(good, []))}.py"
+            path.write_text(small.read_text())
+            by_cell.setdefault(good, []).append((f"{exp_id}: {case_id} ({bad} -> {good})", path))
+    assert by_cell, "no reduced script of a fixed known issue: nothing was checked"
+    wrong, passed = [], 0
+    for good, items in sorted(by_cell.items()):
+        codes = _run_cell(ensure_env(matrix[good]).python, matrix[good].run_env(), [p for _w, p in items],
+                          tmp_path / good, "numpy,jax")
+        for what, path in items:
+            if codes[str(path)] == 0:
+                passed += 1
+            else:
+                tail = Path(f"{path}.out").read_text(errors="replace").strip().splitlines()[-2:]
+                wrong.append(f"{what}: the reduced script exits {codes[str(path)]} on the fixing release: {tail}")
+    print(f"\nreduced, fixing release: {passed} of {sum(map(len, by_cell.values()))} pass")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_candidates_run_in_the_cells_interpreter_with_the_project_off_sys_path(tmp_path):
+    from harness.paths import REPO
+    from harness.reduce.server import ForkServer
+
+    cell = next(c for c in load_matrix(MATRICES_DIR / "default.yaml").cells if c.name == "jax060-cpu")
+    probe = ("import sys, jax\nprint(sys.executable, jax.__version__, sys.path)\n"
+             "import harness\n")
+    with ForkServer(ensure_env(cell).python, cell.run_env(), ["numpy", "jax"], tmp_path / "s", cell.name) as s:
+        run = s.run(probe, 120)
+    assert run.status == 1 and run.record and run.record["type"] == "builtins.ModuleNotFoundError", run.output[-2000:]
+    assert "0.6.0" in run.output and str(REPO) not in run.output.splitlines()[0]

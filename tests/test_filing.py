@@ -238,10 +238,11 @@ def test_a_night_built_from_source_is_bisected_over_its_commits(tmp_path, monkey
     filing.bisect_item(item, old, new, budget_s=30, out=tmp_path)
     argv = seen[-1]
     at = argv.index("--commits")
-    assert argv[at:at + 7] == ["--commits", "--repo", "/src/jax", "--good", "a" * 40, "--bad", "b" * 40]
+    assert argv[at:at + 4] == ["--commits", "--repo=/src/jax", "--good=" + "a" * 40, "--bad=" + "b" * 40]
+    assert argv[-2:] == ["--", A]  # the test id after --: never an option
     assert "--pair=jaxlib==0.8.1" in argv and "--to-commit" not in argv
     filing.bisect_item(item, old, new, budget_s=30, out=tmp_path,
                        commits=filing.parse_commits(["jax=https://github.com/jax-ml/jax"]))
-    assert seen[-1][at:at + 3] == ["--commits", "--repo", "https://github.com/jax-ml/jax"]
+    assert seen[-1][at:at + 2] == ["--commits", "--repo=https://github.com/jax-ml/jax"]
     # the same commit both nights: nothing moved by commit; the release rule decides (here: none moved)
     assert filing.commit_bounds(old, old, "jaxlatest-cpu") is None

@@ -212,3 +212,17 @@ def test_the_cli_refuses_what_is_not_a_standalone_script(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "harness", "reduce", str(arg)], cwd=repo, capture_output=True,
                               text=True, timeout=120)
         assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+
+
+def test_a_server_killed_from_outside_stops_the_run_instead_of_restarting(tmp_path):
+    import os
+    import signal
+
+    with _server(tmp_path, "s") as s:
+        assert s.run("raise SystemExit(1)\n", 10).status == 1
+        assert s.proc is not None
+        os.kill(s.proc.pid, signal.SIGKILL)  # what lifeline.kill_all does when the harness is stopped
+        s.proc.wait()
+        with pytest.raises(KeyboardInterrupt):
+            s.run("raise SystemExit(1)\n", 10)
+        assert s.proc is None

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
+from harness.cells.envs import EnvError
 from harness.errors import UserError
 from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
@@ -71,7 +72,8 @@ def known_match(source: str) -> str | None:
     return exp.match if exp else None
 
 
-def _cell(name: str):
+def cell_named(name: str):
+    """The catalogue's cell of that name (matrices/*.yaml), or a UserError naming how to list them."""
     from harness.cells.matrix import catalogue
 
     found = [c for c in catalogue().cells if c.name == name]
@@ -110,7 +112,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
     with tempfile.TemporaryDirectory(prefix="seams-reduce-") as tmp:
         def server(name: str, preload: list[str]) -> ForkServer:
             if name not in servers:
-                cell = _cell(name)
+                cell = cell_named(name)
                 servers[name] = ForkServer(ensure_env(cell).python, cell.run_env(), preload, Path(tmp) / name, name)
                 servers[name].start()
             return servers[name]
@@ -139,6 +141,10 @@ def _one(job: Job, server: Callable[[str, list[str]], ForkServer], budget_s: flo
     except NotReducible as exc:
         out.refused, out.seconds = str(exc), round(time.monotonic() - start, 1)
         say(f"  refused: {exc}")
+        return out
+    except (EnvError, UserError) as exc:  # a cell that cannot be built or found: this script, not the batch
+        out.refused, out.seconds = f"cannot run in {job.cell}: {exc}", round(time.monotonic() - start, 1)
+        say(f"  refused: {out.refused}")
         return out
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", job.script.name)
     text = reduced_script(red.preamble, red.body, name, out.lines_before, red.signature, red.contrast)

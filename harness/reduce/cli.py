@@ -41,13 +41,15 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_reduce(args: argparse.Namespace) -> int:
     """0 when every script was reduced, 1 when one was refused (it does not fail, or flakily)."""
-    from harness.reduce.batch import Job, reduce_jobs, report_jobs, rewrite_markdown, summary
+    from harness.reduce.batch import Job, cell_named, reduce_jobs, report_jobs, rewrite_markdown, summary
 
     jobs = []
     for script in args.scripts:
         if not script.is_file() or script.suffix != ".py" or script.name.endswith(".min.py"):
             raise UserError(f"{script}: not a standalone script (repro/CELL__CASE.py)")
         cell = args.cell or script.name.split("__", 1)[0]
+        for name in [cell, *args.passes_in]:
+            cell_named(name)  # an unknown cell is a usage error (exit 2), before anything runs
         case_id, contrast = None, list(args.passes_in)
         report = script.resolve().parent.parent / "report.json"
         if report.is_file() and not contrast:

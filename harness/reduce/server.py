@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 import uuid
@@ -96,14 +97,26 @@ class ForkServer:
             lifeline.sweep(self.token)  # candidates run in their own sessions
             self.proc = None
 
+    def _killed_from_outside(self) -> None:
+        """A server SIGKILLed by someone else (the harness stopping: lifeline.kill_all, which a Ctrl-C that
+        pysource-minimize's bare `except:` swallowed still ran) is not restarted: the run stops."""
+        assert self.proc is not None
+        rc = self.proc.returncode
+        self.close()
+        if rc == -signal.SIGKILL:
+            raise KeyboardInterrupt("the reducer's fork server was killed")
+
     def run(self, source: str, timeout_s: int) -> Run:
         """Run one candidate (a fresh fork); a server that stops answering is restarted."""
-        if self.proc is None or self.proc.poll() is not None:
-            self.close()
+        if self.proc is not None and self.proc.poll() is not None:
+            self._killed_from_outside()
+        if self.proc is None:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         path = self.scratch / "repro.py"  # one name: the traceback and messages never differ by file name
         path.write_text(source, encoding="utf-8")
+        for stale in (Path(f"{path}.sig"), Path(f"{path}.out")):  # never read a previous candidate's record
+            stale.unlink(missing_ok=True)
         start = time.monotonic()
         self.runs += 1
         status: int | None = None
@@ -118,6 +131,9 @@ class ForkServer:
         except (BrokenPipeError, ValueError, KeyError, TypeError):
             status = None
         if status is None:  # hung past its alarm or died: a fresh server for the next candidate
+            time.sleep(0.1)
+            if self.proc.poll() is not None:
+                self._killed_from_outside()
             self.close()
             status = -9
         sig = Path(str(path) + ".sig")

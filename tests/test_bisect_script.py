@@ -88,3 +88,20 @@ def test_the_report_embeds_the_script():
     assert "<details><summary>repro.py</summary>" in md and "`````python" in md and text.strip() in md
     assert "/tmp/x" not in md
     assert "print('x')" in render(summary, [], None, markdown=False)
+
+
+def test_a_scripts_reproduce_block_runs_it_with_python_and_installs_only_the_cells_packages():
+    """Issue 30: the reproduce block of `bisect --script CASE.py` ran the .py without `python`
+    (Permission denied) after installing pytest and hypothesis; now `python CASE.py` after the
+    cell's own pins."""
+    from harness.bisect.report import reproduce_lines, shown_command
+    from harness.cells.cell import Cell
+
+    cell = Cell(name="bisect.jax0.6.0-cpu", device="cpu", pins={"jax": "0.6.0", "jaxlib": "0.6.0"})
+    summary = {"script": ["/tmp/x/jax060-cpu__case.py"], "script_text": "print(1)\n"}
+    install, run = reproduce_lines(summary, cell)
+    assert run == "python jax060-cpu__case.py"
+    assert install.startswith("pip install jax==0.6.0 jaxlib==0.6.0") and "pytest" not in install and "hypothesis" not in install
+    shown = shown_command(["bisect", "--package", "jax", "--good", "0.5.3", "--bad", "0.6.0", "--out", "/tmp/o",
+                           "--markdown", "/tmp/o/b.md", "--script", "/tmp/x/jax060-cpu__case.py"])
+    assert shown == "python -m harness bisect --package jax --good 0.5.3 --bad 0.6.0 --script jax060-cpu__case.py"

@@ -323,3 +323,19 @@ def test_a_tree_whose_build_fails_says_why_in_one_line(tmp_path, monkeypatch, br
     assert exc.value.reason.startswith("Failed to build `seamtoy`: ") and why in exc.value.reason, exc.value.reason
     assert "\n" not in exc.value.reason
     assert not list((tmp_path / "envs").glob(".tmp-*"))  # the build env was kept whole or not at all
+
+
+def test_a_commit_bisection_writes_the_issue_form_too(tmp_path, monkeypatch, capsys):
+    """Issue 30: `bisect --commits` writes issue.md like a release bisection: a title that says what
+    broke and since which commit, the bisection inside, no machine path in the rerun line."""
+    toy = make_toy_repo(tmp_path / "repo", bad_at=5, broken_at=(), merge_at=3)
+    monkeypatch.setattr(Prober, "_run_test", _fake_truth(toy, 5, set()))
+    monkeypatch.setattr(sys, "argv", ["harness", "bisect", CASE, "--commits", "--repo", str(toy.path), "--package",
+                                      "seamtoy", "--good", "1.0.0", "--bad", "1.1.0", "--out", str(tmp_path / "out")])
+    rc, _out = _bisect_in_process(toy, tmp_path, monkeypatch, capsys)
+    assert rc == 0
+    issue = (tmp_path / "out" / "issue.md").read_text()
+    first = issue.splitlines()[0]
+    assert first.startswith("# test_double fails on seamtoy ") and f"since seamtoy commit {toy.first_parent[5][:12]}" in first
+    assert "### Bisection" in issue and f"first bad commit: {toy.first_parent[5]}" in issue
+    assert str(tmp_path) not in issue and "--repo '<repository checkout>'" in issue

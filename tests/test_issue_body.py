@@ -86,8 +86,19 @@ def test_hostile_ids_and_messages_stay_text(hostile):
     assert "\n" not in title(case, CELL, result)
 
 
-def test_title_says_what_broke_and_where():
-    assert title(CASE, CELL, RESULT) == "test_linearize_transpose[base] fails on jax 0.6.0 (cpu)"
+def test_title_says_what_broke_and_since_when():
+    """The known issue's own words first, then the case and where, then since when (where known)."""
+    assert title(CASE, CELL, RESULT) == "vma check: test_linearize_transpose[base] fails on jax 0.6.0 (cpu)"
+    assert title(CASE, CELL, {**RESULT, "expectation": None}, since="jax 0.6.0 (last good 0.5.3)") == \
+        "test_linearize_transpose[base] fails on jax 0.6.0 (cpu) since jax 0.6.0 (last good 0.5.3)"
+    reason = "call_jax keys its trace cache by ==: 1 and 1.0 share a program; found by the parity cases"
+    assert title(CASE, CELL, {**RESULT, "expectation": {"reason": reason}}).startswith(
+        "call_jax keys its trace cache by ==: test_linearize_transpose[base] fails")
+
+
+def test_the_known_issues_reason_is_near_the_top():
+    body = _body()
+    assert body.index("vma check") < body.index("### What happened")
     assert title(None, {**CELL, "pins": {}}, {"raw": "env-error"}) == "cell jax060-cpu does not install on jax060-cpu (cpu)"
 
 

@@ -121,7 +121,7 @@ def _from_report(args: argparse.Namespace) -> None:
 def cmd_bisect(args: argparse.Namespace) -> int:
     """Run the bisection and print the final report; 0 found, 1 inconclusive, 2 bad input."""
     from harness.bisect.probe import Prober
-    from harness.bisect.report import render
+    from harness.bisect.report import render, shown_command
     from harness.bisect.search import bisect
     from harness.cells.releases import between, held_pins, list_versions, nearest
     if args.from_report:
@@ -186,16 +186,17 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     if summary.get("first_bad") and prober.regress == "pass":
         summary["conclusion"] = (f"fixed in {package} {summary['first_bad']}: the first release where it passes "
                                  f"(last failing: {summary['last_good']})")
-    summary.update({"regress": prober.regress, "target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
+    summary.update({"regress": prober.regress, "target": _target(args), "test_id": args.test_id,
                     "script": args.script, "script_text": _script_text(args.script), "order": [str(v) for v in span], "n_between": n_between,
                     "probes_run": prober.runs, "cached": sum(a.cached for a in prober.answers.values()),
-                    "wall_s": time.monotonic() - t0, "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
+                    "wall_s": time.monotonic() - t0, "command": shown_command(sys.argv[1:])})
     first_bad_cell = prober.cell_for(summary["first_bad"]) if summary.get("first_bad") else None
     answers = list(prober.answers.values())
     print(render(summary, answers, first_bad_cell, markdown=False))
     md = render(summary, answers, first_bad_cell, markdown=True)
     (args.out / "bisect.md").write_text(md)
-    issue = _issue_markdown(summary, first_bad_cell, md)
+    since = f"{package} {summary['first_bad']} (last good {summary['last_good']})" if summary.get("first_bad") else None
+    issue = _issue_markdown(summary, first_bad_cell, md, since)
     if issue:
         (args.out / "issue.md").write_text(issue)
     if args.markdown:
@@ -210,6 +211,7 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
     """`bisect --commits`: the first bad commit between two refs of --repo (append: after the release
     bisection's report in --markdown, for --to-commit)."""
     from harness.bisect.commits import bisect_commits, render_commits
+    from harness.bisect.report import shown_command
     from harness.cells.releases import held_pins
     from harness.cells.sources import parse_pair
     from harness.safeio import check_writable
@@ -222,19 +224,36 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
               test_id=args.test_id, regress=_regress(args.regress), held=held_pins(args.held),
               out_dir=args.out / "probes", script=args.script, log=log)
     summary, answers, commits = bisect_commits(args, kw, _conclude, log, good_ref, bad_ref)
-    summary.update({"target": args.test_id or shlex.join(args.script or []), "test_id": args.test_id,
-                    "command": shlex.join(["python", "-m", "harness", *sys.argv[1:]])})
+    first_bad_cell = summary.pop("first_bad_cell", None)
+    summary.update({"target": _target(args), "test_id": args.test_id,
+                    "script": args.script, "script_text": _script_text(args.script),
+                    "command": shown_command(sys.argv[1:])})
     print(render_commits(summary, answers, commits, markdown=False))
     md = render_commits(summary, answers, commits, markdown=True)
     (args.out / "bisect-commits.md").write_text(md)
+    fb = commits.get(summary.get("first_bad") or "")
+    since = f"{canonicalize_name(args.package or 'jax')} commit {fb.short} ({fb.date[:10]}; last good {summary['last_good'][:12]})" if fb else None
+    issue = _issue_markdown(summary, first_bad_cell, md, since)
+    if issue:  # the one issue form, as after a release bisection
+        (args.out / "issue.md").write_text(issue)
     if args.markdown:
         args.markdown.write_text((args.markdown.read_text() + "\n" if append and args.markdown.exists() else "") + md)
     return 0 if summary.get("first_bad") else 1
 
 
-def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: str) -> str | None:
-    """issue.md: the first bad release's result in the one issue form (harness.report.issue_body),
-    with this bisection and the standalone script (the one bisected, or the case's exported one)."""
+def _target(args: argparse.Namespace) -> str:
+    """What was bisected, as the reports name it: the test id, a script file by its name, or the command."""
+    from harness.bisect.probe import script_file
+
+    path = script_file(args.script)
+    return args.test_id or (path.name if path else shlex.join(args.script or []))
+
+
+def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: str, since: str | None) -> str | None:
+    """issue.md: the first bad version's result in the one issue form (harness.report.issue_body),
+    titled with what broke and since when, with this bisection and the standalone script (the one
+    bisected, or the case's exported one)."""
+    from harness.report.issue_body import title
     from harness.report.repro import repro_markdown, script_for
 
     fb = summary.get("first_bad_answer")
@@ -247,7 +266,8 @@ def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: st
     case = summary.get("test_id")
     script = summary.get("script_text") or script_for(case, cell, result)
     name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1] if summary.get("script_text") else "repro.py"
-    return repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
+    body = repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
+    return f"# {title(case or name, cell, result, since)}\n\n{body}"
 
 
 def _script_text(script: list[str] | None) -> str | None:

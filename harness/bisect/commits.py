@@ -213,6 +213,7 @@ def bisect_commits(args: Any, prober_kw: dict[str, Any], conclude: Callable[...,
         for sha, c in by_sha.items():
             summary["conclusion"] = summary["conclusion"].replace(sha, c.short)
     cell = prober.cell_for(fb or lg)
+    summary["first_bad_cell"] = cell if fb else None  # for issue.md (popped before rendering)
     jax_src = cell.sources.get("jax") or {}
     summary.update({"regress": prober.regress, "order": order, "n_commits": len(order) - 1,
                     "probes_run": prober.runs, "search_probes": search_runs, "bound_checks": prober.runs - search_runs,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import re
+import shlex
+from pathlib import Path
 from typing import Any
 
 from harness.bisect.probe import Answer
@@ -46,6 +49,47 @@ def first_bad_details(summary: dict[str, Any], h: Any, markdown: bool, where: st
     return out
 
 
+def reproduce_lines(summary: dict[str, Any], cell: Cell) -> list[str]:
+    """How to reproduce at the first bad version: an exported script runs as `python CASE.py` after
+    an install of the cell's own packages (the script sets its variables itself, imports no pytest);
+    a case runs through pytest from a clone of xla-seams; another command as it was given."""
+    from harness.report.standalone import standalone_install_line
+
+    script = summary.get("script") or []
+    if summary.get("script_text"):
+        name = Path(str(script[0])).name
+        return [standalone_install_line(cell.describe()), f"python {shlex.quote(name)}"]
+    env = cell.run_env()  # every value quoted, the test id after `--`: data, never shell text
+    if summary.get("test_id"):
+        return [harness_install_line(cell.install_line()),
+                command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", "--", summary["test_id"]])
+                + "  # from a clone of xla-seams"]
+    return [harness_install_line(cell.install_line()), command_line(env, list(script))]
+
+
+def shown_command(argv: list[str]) -> str:
+    """The bisect command as a reader can rerun it: a script file by its name, a local repository as
+    <PKG checkout>, and no --out / --markdown (this machine's folders)."""
+    out: list[str] = []
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if word in ("--out", "--markdown"):
+            skip = True
+            continue
+        if word.startswith(("--out=", "--markdown=")):
+            continue
+        prev = argv[i - 1] if i else ""
+        if prev == "--repo" and not re.match(r"^[a-z+]+://|^[\w.-]+@", word):
+            word = "<repository checkout>"
+        elif prev == "--script" and word.endswith(".py"):
+            word = Path(word).name
+        out.append(word)
+    return shlex.join(["python", "-m", "harness", *out])
+
+
 def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell | None, markdown: bool) -> str:
     """Terminal text or Markdown, ending with how to reproduce."""
     h = (lambda t: f"## {t}") if markdown else (lambda t: f"{t}:")
@@ -67,13 +111,8 @@ def render(summary: dict[str, Any], answers: list[Answer], first_bad_cell: Cell 
     fb = summary.get("first_bad_answer")
     out += first_bad_details(summary, h, markdown, f"the first bad version ({fb.version})" if fb else "")
     if first_bad_cell is not None:
-        env = first_bad_cell.run_env()  # every value quoted, the test id after `--`: data, never shell text
-        run = (command_line(env, ["python", "-m", "pytest", "-p", "no:cacheprovider", "--", summary["test_id"]])
-               + "  # from a clone of xla-seams" if summary.get("test_id")
-               else command_line(env, list(summary.get("script") or [])))
         out += ["", h("reproduce (first bad)"), "```sh" if markdown else "",
-                "python3.11 -m venv venv && . venv/bin/activate",
-                harness_install_line(first_bad_cell.install_line()), run.strip(),
+                "python3.11 -m venv venv && . venv/bin/activate", *reproduce_lines(summary, first_bad_cell),
                 "```" if markdown else ""]
     if summary.get("script_text"):
         name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1]

@@ -70,15 +70,30 @@ def demote_headings(markdown: str, levels: int = 3) -> str:
     return "\n".join(out)
 
 
-def title(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any]) -> str:
-    """What broke and where, in one line: `test[param]` fails on jax 0.6.0 (cpu), or the cell's error."""
+def title(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any], since: str | None = None) -> str:
+    """What broke and since when, in one line: the known issue's own words where there is one
+    ("call_jax keys its trace cache by ==: ..."), then `test[param]` fails on jax 0.6.0 (cpu), then
+    since which release or commit (`since`: "jax 0.6.0 (last good 0.5.3)") where that is known."""
     versions = cell.get("pins") or {}
     where = ", ".join(f"{k} {v}" for k, v in versions.items()) or str(cell.get("cell", "?"))
     raw = str(result.get("raw") or result.get("verdict") or "fails")
     verb = {"fail": "fails", "error": "errors", "crash": "crashes", "timeout": "hangs", "pass": "passes",
             "env-error": "does not install"}.get(raw, raw)
     what = case_id.rsplit("::", 1)[-1] if case_id else f"cell {cell.get('cell', '?')}"
-    return one_line(f"{what} {verb} on {where} ({cell.get('device', 'cpu')})", 250)
+    text = f"{what} {verb} on {where} ({cell.get('device', 'cpu')})" + (f" since {since}" if since else "")
+    reason = str((result.get("expectation") or {}).get("reason") or "").strip()
+    if reason:  # the bug in its own words first: its first clause
+        text = f"{_first_clause(reason)[:140]}: {text}"
+    return one_line(text, 300)
+
+
+def _first_clause(sentence: str) -> str:
+    """A sentence up to its first ': ', '; ' or ' (' outside quotes and code spans."""
+    for m in re.finditer(r"(?<=\S):\s|;\s|\s\(", sentence):
+        head = sentence[:m.start()]
+        if head.count('"') % 2 == 0 and head.count("`") % 2 == 0:
+            return head.rstrip(" .")
+    return sentence.rstrip(" .")
 
 
 def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str, Any], *,
@@ -96,6 +111,10 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
                + f"; verdict: {one_line(result.get('verdict', '?'))}")
     if verdict_line:
         out.append(f"- {one_line(verdict_line, 400)}")
+    exp = result.get("expectation") or {}
+    if exp:  # the sentence that explains the bug, near the top (it was under Links, at the end)
+        out.append(f"- known issue {code(exp.get('id', ''))}: {one_line(exp.get('reason', ''), 400)} "
+                   f"({one_line(exp.get('link', ''))})")
     message = str(result.get("message") or "").strip()
     if message:
         cut = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "\n... (truncated)"
@@ -129,11 +148,7 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
                            + "".join(f"\n{line}" for line in harness_run), "sh")]
     elif script is None:
         out.append("No standalone script for this result (it has no scenario core, or the cell did not run).")
-    links = []
-    exp = result.get("expectation") or {}
-    if exp:
-        links.append(f"- known issue {code(exp.get('id', ''))}: {one_line(exp.get('reason', ''), 400)} "
-                     f"({one_line(exp.get('link', ''))})")
-    if links:
-        out += ["", "### Links", "", *links]
+    link = str(exp.get("link") or "")
+    if link.startswith("https://"):
+        out += ["", "### Links", "", f"- {one_line(link)} ({code(exp.get('id', ''))})"]
     return "\n".join(out).rstrip() + "\n"

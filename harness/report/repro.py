@@ -41,6 +41,41 @@ def test_source(nodeid: str) -> str | None:
     return None
 
 
+def scenario_source(nodeid: str) -> str | None:
+    """What the case checks: its core in suites/<family>/cores.py (the test around it only hands it
+    a fixture), else the test function's own source."""
+    from harness.report.standalone import NoStandalone, find_core
+
+    try:
+        target = find_core(nodeid)
+    except NoStandalone:
+        return test_source(nodeid)
+    module = target.module.replace(".", "/") + ".py"
+    path = REPO / module
+    try:
+        text = path.read_text()
+    except OSError:
+        return test_source(nodeid)
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == target.function:
+            start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            return "\n".join(text.splitlines()[start - 1:node.end_lineno])
+    return test_source(nodeid)
+
+
+def since_for(report: dict[str, Any], case_id: str | None, cell: str) -> str | None:
+    """Since when a case fails in a cell, as the report's "Since which release" says it: the release
+    line the cell is on, where the case fails from a release at or before the cell's."""
+    for row in report.get("since") or []:
+        if row.get("case") != case_id or row.get("kind", "line") != "line" or not row.get("first_bad"):
+            continue
+        cells, versions = row["cells"], row.get("versions") or []
+        if cell in cells and row["first_bad"] in versions and versions.index(row["first_bad"]) <= cells.index(cell):
+            last = f" (last good {row['last_good']})" if row.get("last_good") else " (the oldest tested)"
+            return f"{row['package']} {row['first_bad']}{last}"
+    return None
+
+
 def safe_name(text: str) -> str:
     """A file-name-safe version of a test id."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:150]
@@ -245,7 +280,7 @@ def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> 
 def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any], script: str | None = None,
                    script_name: str = "repro.py", *, moved: Sequence[str] = (), bisection: str | None = None,
                    marker: str | None = None, verdict_line: str | None = None, appendix: bool = True,
-                   reduced: str | None = None, reduced_name: str = "repro.min.py") -> str:
+                   reduced: str | None = None, reduced_name: str = "repro.min.py", since: str | None = None) -> str:
     """The issue body for one result (harness.report.issue_body), with the scenario's source and its
     observations appended when `appendix` (repro/CASE.md; a filed issue stays short)."""
     env = run_env(cell)
@@ -263,8 +298,8 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
                       reduced=reduced, reduced_name=reduced_name)
     if not appendix:
         return body
-    out = [f"# {title(case_id, cell, r)}", "", body]
-    src = test_source(case_id) if case_id else None
+    out = [f"# {title(case_id, cell, r, since)}", "", body]
+    src = scenario_source(case_id) if case_id else None
     if src:
         out += ["### The scenario", "", *fenced(src, "python"), ""]
     obs = r.get("observations") or {}
@@ -299,5 +334,6 @@ def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS)
         script = script_for(case_id, cells[cell], r)
         if script is not None:
             atomic_write(out_dir / f"{stem}.py", script, durable=False)
-        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r, script, f"{stem}.py"), durable=False)
+        atomic_write(out_dir / name, repro_markdown(case_id, cells[cell], r, script, f"{stem}.py",
+                                                    since=since_for(report, case_id, cell)), durable=False)
     return len(files)

@@ -24,6 +24,11 @@ AIM = 60
 # call_jax ones carry the HLO-parameter helpers and torch_xla's device/sync shims, and its property
 # cases (cored since) also the input-spec helpers and the probe they compare against (up to 226).
 BOUND = 230
+# The generated shard_map space case carries the float64 model of every collective it draws (the
+# reference itself: the per-device semantics of 13 collectives, the out-spec join, the Jacobian
+# the vjp is checked against): about 320 lines on every cell, the price of a script that reruns any
+# falsifying program the space finds.
+CASE_BOUNDS = {"suites/shard_map/test_space.py::test_generated_collective_programs_match_the_float64_model": 330}
 # What each family needs in a cell to run at all (the others skip as "not in cell").
 FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "shard_map": "jax", "compute_on": "jax"}
 
@@ -64,7 +69,7 @@ def test_every_exported_script_is_within_the_bound():
             pass
     assert len(cored) > 80 and {case for _n, case, _c in lengths} == cored  # every case with a core
     counts = [n for n, _case, _cell in lengths]
-    over = [f"{n} {case} ({cell})" for n, case, cell in lengths if n > BOUND]
+    over = [f"{n} {case} ({cell})" for n, case, cell in lengths if n > CASE_BOUNDS.get(case.split("[")[0], BOUND)]
     summary = (f"{len(counts)} scripts: min {counts[0]}, median {statistics.median(counts)}, max {counts[-1]}, "
                f"{sum(n <= AIM for n in counts)} within {AIM} lines")
     print("\n" + summary)

@@ -986,16 +986,24 @@ def collective_program_matches_numpy(check: str, mesh_index: int, in_axes, block
 
 
 
-def pvary_unchecked_program(mark: str) -> dict:
-    """The generated program that found the double transpose, with its marking (pvary / pcast)."""
-    jax_api.mark_varying(mark)  # api absent (a skip) outside its release range
-    return {"mesh_index": 3, "in_axes": (("x",), ()), "block": (1, 4), "steps": ((mark, ("y",), None),),
-            "out_axes": (("x",), ("y",)), "seed": 1907}
-
-
 def pvary_unchecked_transposes_once(mark: str, observe) -> None:
-    """pvary / pcast with the check off: the vjp sums the cotangent blocks once (frozen case)."""
-    collective_program_matches_numpy("unchecked", observe=observe, **pvary_unchecked_program(mark))
+    """Frozen from the generated space: x (2x4) sharded over x and replicated over y, marked varying
+    over y with pvary / pcast, returned sharded over y, the check off. Its vjp must sum the four y
+    blocks of the cotangent once."""
+    need_devices()
+    marker = jax_api.mark_varying(mark)
+    mesh = jax_api.make_mesh_nd((2, 4), ("x", "y"))
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) / 4
+    ct = np.arange(32, dtype=np.float32).reshape(2, 16) / 8  # the output: 4 copies of x side by side
+    f = jax_api.shard_map(lambda v: marker(v, ("y",)), mesh=mesh, in_specs=(P("x", None),), out_specs=P("x", "y"),
+                          check=False)
+    y, vjp = jax.vjp(f, jnp.asarray(x))
+    observe.close(y, np.tile(x, (1, 4)), rtol=0, atol=0, name="forward")  # copies: exact
+    (xt,) = vjp(jnp.asarray(ct))
+    got, want = np.asarray(xt), ct.reshape(2, 4, 4).sum(axis=1)  # sums of four eighths: exact
+    observe.record(vjp_over_expected=float(got.sum() / want.sum()))
+    assert np.array_equal(got, want), (f"vjp: the cotangent summed over y gives {got.tolist()}, expected "
+                                       f"{want.tolist()} ({got.sum() / want.sum():.3g}x)")
 
 
 def every_collective_is_generated_or_a_hole(observe) -> None:

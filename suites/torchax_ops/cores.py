@@ -13,8 +13,8 @@ from typing import Any
 
 from harness.incell.compat import require, torch_api
 from suites.torchax_ops.dlpack import conversion_case
-from suites.torchax_ops.modules import buffers_case, forward_case
-from suites.torchax_ops.opspace import opinfo, sample_cap
+from suites.torchax_ops.modules import STEPS, buffers_case, forward_case
+from suites.torchax_ops.opspace import cases, coverage, opinfo, sample_cap
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
 # with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
@@ -375,7 +375,26 @@ EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_
                           "slice_assign", "input_inplace", "counter", "batchnorm", "promote", "linear", "tanh"],
               "width": 3, "batch": 4, "seed": 0}
 
+def opinfo_coverage(observe) -> None:
+    """The coverage table: every OpInfo, a case or the reason it is not one. It fails where the
+    derivation finds nothing (a registry or op_db that moved would otherwise pass as zero cases)."""
+    table = coverage()
+    n_cases = len(cases())
+    observe.record(opinfo_coverage={**table, "rows": [r for r in table["rows"] if r["reason"]]},
+                   covered_keys=[r["key"] for r in table["rows"] if not r["reason"]], cases=n_cases)
+    assert table["registered"] > 0, "torchax's aten registry is empty: torchax.ops.ops_registry moved?"
+    assert table["covered"] > 0 and n_cases, "no OpInfo op is registered by torchax: the mapping is broken"
+
+
+def pinned_example_has_every_step(observe) -> None:
+    """The properties' pinned example runs every step of modules.STEPS once."""
+    observe.record(steps=sorted(STEPS))
+    assert sorted(EVERY_STEP["program"]) == sorted(STEPS), "cores.EVERY_STEP lags modules.STEPS"
+
+
 CORES = {
+    "test_ops.py::test_opinfo_coverage": opinfo_coverage,
+    "test_modules.py::test_the_pinned_example_runs_every_step_of_the_grammar": pinned_example_has_every_step,
     "test_ops.py::test_op": op_case,
     "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
     "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-LAYOUTS = ("contiguous", "transposed", "offset_slice", "size1_strides", "zero_d")
-DTYPES = ("float32", "bool", "bfloat16", "int8")
-PATHS = ("torchax_dlpack", "torchax_copy", "plain_dlpack")
-
+from harness.incell.compat import torch_api
 
 def make(layout: str, dtype: str) -> Any:
     """A torch tensor of this layout and dtype; a view where the layout is one."""
@@ -46,7 +43,6 @@ def conversion_case(layout: str, dtype: str, path: str, observe) -> None:
     import numpy as np
     import torch
 
-    from harness.incell.compat import torch_api
 
     t = make(layout, dtype)
     expected = t.float().numpy() if dtype == "bfloat16" else t.numpy()

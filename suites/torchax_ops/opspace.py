@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from harness.incell.compat import require
+
 # The dtypes the issue names; float64 and int64 need jax_enable_x64 (see cores.x64_for).
 DTYPES = ("float32", "float64", "bfloat16", "int64", "bool")
 PATHS = ("eager", "jit")
@@ -54,8 +56,6 @@ def _safe(text: str) -> str:
 
 def op_db() -> list[Any]:
     """PyTorch's OpInfo database (imports expecttest; skips where the cell lacks it)."""
-    from harness.incell.compat import require
-
     require("torch")
     require("expecttest")
     return require("torch.testing._internal.common_methods_invocations").op_db
@@ -70,8 +70,6 @@ def _packet_name(op: Any) -> str | None:
 
 def torchax_registry() -> dict[str, str]:
     """aten op name -> 'lowering' or 'decomposition', as the installed torchax registers it."""
-    from harness.incell.compat import require
-
     require("torchax")
     require("torchax.ops.jaten")  # importing it fills the registry (torchax's own load_ops does the same)
     registry = require("torchax.ops.ops_registry")

@@ -156,7 +156,7 @@ def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
         args, kwargs = pytree.tree_unflatten(filled, spec)
         out = info(*args, **kwargs)
         # torch.return_types (max.dim, sort, ...) are no JAX pytree: returned as they are, jax.jit
-        # refuses every such op (pinned once in test_jit_boundary.py); as a tuple, the op is tested
+        # refuses every such op (pinned once: test_jit_boundary.py); as a tuple, the op is tested
         return tuple(out) if _is_structseq(out) else out
 
     tensors = env.to_xla(tuple(leaves[i] for i in where))
@@ -375,6 +375,19 @@ EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_
                           "slice_assign", "input_inplace", "counter", "batchnorm", "promote", "linear", "tanh"],
               "width": 3, "batch": 4, "seed": 0}
 
+def jit_of_torch_return_types(observe) -> None:
+    """interop.jax_jit of a function that returns what torch.max(x, dim) returns (a torch.return_types
+    structseq, as sort, topk, kthvalue, mode, cummax, aminmax do) gives values and indices as torch."""
+    torch = require("torch")
+    env = torchax_env()
+    x = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]])
+    ref = torch.max(x, 1)
+    out = torch_api.torchax_entry("interop.jax_jit")(lambda t: torch.max(t, 1))(env.to_xla(x))
+    observe.record(result_type=f"{type(out).__module__}.{type(out).__name__}")
+    values, indices = out
+    assert torch.equal(values.torch(), ref.values) and torch.equal(indices.torch().long(), ref.indices)
+
+
 def opinfo_coverage(observe) -> None:
     """The coverage table: every OpInfo, a case or the reason it is not one. It fails where the
     derivation finds nothing (a registry or op_db that moved would otherwise pass as zero cases)."""
@@ -394,6 +407,7 @@ def pinned_example_has_every_step(observe) -> None:
 
 CORES = {
     "test_ops.py::test_opinfo_coverage": opinfo_coverage,
+    "test_jit_boundary.py::test_jax_jit_of_a_function_returning_torch_return_types": jit_of_torch_return_types,
     "test_modules.py::test_the_pinned_example_runs_every_step_of_the_grammar": pinned_example_has_every_step,
     "test_ops.py::test_op": op_case,
     "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,

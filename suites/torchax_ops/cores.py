@@ -87,10 +87,16 @@ def _where(deco: Any) -> str:
 
 
 def comparable(info: Any, dtype: str) -> str:
-    """'' when the op's values are comparable across devices; else OpInfo's reason why not (it
-    skips its own CPU-vs-device comparison, TestCommon.test_compare_cpu: empty_like, random ops)."""
+    """'' when the op's values are comparable across devices; else OpInfo's reason why not: it
+    marks the op random (wrapper_set_seed) or skips its own CPU-vs-device comparison
+    (TestCommon.test_compare_cpu: empty_like, random ops)."""
     import torch
 
+    code = getattr(getattr(info, "op", None), "__code__", None)
+    if code is not None and "wrapper_set_seed" in code.co_names:
+        # OpInfo's own mark of a random op: it reseeds torch's generator around the call, so torch's
+        # values are one fixed draw of torch's stream, which torchax (JAX's PRNG) cannot reproduce
+        return "OpInfo runs the op under wrapper_set_seed (a random op)"
     tdtype = getattr(torch, dtype)
     for deco, d in _decorators(info):
         if (getattr(deco, "cls_name", None), getattr(deco, "test_name", None)) != ("TestCommon", "test_compare_cpu"):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.incell.compat import torch_api
+from harness.incell.compat import api_absent, found, torch_api
+
+DLPACK_OPTION = "torchax.config.use_dlpack_for_data_conversion"  # its release range: matrices/apis/torchax.yaml
 
 def make(layout: str, dtype: str) -> Any:
     """A torch tensor of this layout and dtype; a view where the layout is one."""
@@ -56,6 +58,8 @@ def conversion_case(layout: str, dtype: str, path: str, observe) -> None:
         back = torch.from_dlpack(j)
     else:
         env = torch_api.torchax_entry("default_env")()
+        if not found(DLPACK_OPTION, hasattr(env.config, "use_dlpack_for_data_conversion")):
+            api_absent(DLPACK_OPTION)
         old = env.config.use_dlpack_for_data_conversion
         env.config.use_dlpack_for_data_conversion = path == "torchax_dlpack"
         try:

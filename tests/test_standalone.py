@@ -33,6 +33,11 @@ def _parametrize_ids(rel: str, func: ast.FunctionDef) -> set[str]:
     ids = declared_ids(f"{rel}::{func.name}")
     if ids is not None:
         return ids
+    if "pytest_generate_tests" in (REPO / rel).read_text() and not func.decorator_list:
+        # cases derived at collection from the installed packages (suites/torchax_ops: OpInfo x
+        # torchax's registry): no static read lists them; the ones the known issues name are real
+        prefix = f"{rel}::{func.name}["
+        return {t[len(prefix):-1] for e in load_expectations() for t in e.tests if t.startswith(prefix)} or {""}
     cores_tree = ast.parse((REPO / rel).with_name("cores.py").read_text())
     names = {**_module_values(cores_tree), **_module_values(ast.parse((REPO / rel).read_text()))}
 

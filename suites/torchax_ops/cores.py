@@ -13,8 +13,8 @@ from typing import Any
 
 from harness.incell.compat import require, torch_api
 from suites.torchax_ops.dlpack import conversion_case
-from suites.torchax_ops.modules import buffers_case, forward_case
-from suites.torchax_ops.opspace import opinfo, sample_cap
+from suites.torchax_ops.modules import STEPS, buffers_case, forward_case
+from suites.torchax_ops.opspace import cases, coverage, opinfo, sample_cap
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
 # with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
@@ -87,10 +87,16 @@ def _where(deco: Any) -> str:
 
 
 def comparable(info: Any, dtype: str) -> str:
-    """'' when the op's values are comparable across devices; else OpInfo's reason why not (it
-    skips its own CPU-vs-device comparison, TestCommon.test_compare_cpu: empty_like, random ops)."""
+    """'' when the op's values are comparable across devices; else OpInfo's reason why not: it
+    marks the op random (wrapper_set_seed) or skips its own CPU-vs-device comparison
+    (TestCommon.test_compare_cpu: empty_like, random ops)."""
     import torch
 
+    code = getattr(getattr(info, "op", None), "__code__", None)
+    if code is not None and "wrapper_set_seed" in code.co_names:
+        # OpInfo's own mark of a random op: it reseeds torch's generator around the call, so torch's
+        # values are one fixed draw of torch's stream, which torchax (JAX's PRNG) cannot reproduce
+        return "OpInfo runs the op under wrapper_set_seed (a random op)"
     tdtype = getattr(torch, dtype)
     for deco, d in _decorators(info):
         if (getattr(deco, "cls_name", None), getattr(deco, "test_name", None)) != ("TestCommon", "test_compare_cpu"):
@@ -156,7 +162,7 @@ def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
         args, kwargs = pytree.tree_unflatten(filled, spec)
         out = info(*args, **kwargs)
         # torch.return_types (max.dim, sort, ...) are no JAX pytree: returned as they are, jax.jit
-        # refuses every such op (pinned once in test_jit_boundary.py); as a tuple, the op is tested
+        # refuses every such op (pinned once: test_jit_boundary.py); as a tuple, the op is tested
         return tuple(out) if _is_structseq(out) else out
 
     tensors = env.to_xla(tuple(leaves[i] for i in where))
@@ -375,7 +381,40 @@ EVERY_STEP = {"program": ["arange", "zeros", "ones_like", "full", "eye", "randn_
                           "slice_assign", "input_inplace", "counter", "batchnorm", "promote", "linear", "tanh"],
               "width": 3, "batch": 4, "seed": 0}
 
+def jit_of_torch_return_types(observe) -> None:
+    """interop.jax_jit of a function that returns what torch.max(x, dim) returns (a torch.return_types
+    structseq, as sort, topk, kthvalue, mode, cummax, aminmax do) gives values and indices as torch."""
+    torch = require("torch")
+    env = torchax_env()
+    x = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]])
+    ref = torch.max(x, 1)
+    out = torch_api.torchax_entry("interop.jax_jit")(lambda t: torch.max(t, 1))(env.to_xla(x))
+    observe.record(result_type=f"{type(out).__module__}.{type(out).__name__}")
+    values, indices = out
+    assert torch.equal(values.torch(), ref.values) and torch.equal(indices.torch().long(), ref.indices)
+
+
+def opinfo_coverage(observe) -> None:
+    """The coverage table: every OpInfo, a case or the reason it is not one. It fails where the
+    derivation finds nothing (a registry or op_db that moved would otherwise pass as zero cases)."""
+    table = coverage()
+    n_cases = len(cases())
+    observe.record(opinfo_coverage={**table, "rows": [r for r in table["rows"] if r["reason"]]},
+                   covered_keys=[r["key"] for r in table["rows"] if not r["reason"]], cases=n_cases)
+    assert table["registered"] > 0, "torchax's aten registry is empty: torchax.ops.ops_registry moved?"
+    assert table["covered"] > 0 and n_cases, "no OpInfo op is registered by torchax: the mapping is broken"
+
+
+def pinned_example_has_every_step(observe) -> None:
+    """The properties' pinned example runs every step of modules.STEPS once."""
+    observe.record(steps=sorted(STEPS))
+    assert sorted(EVERY_STEP["program"]) == sorted(STEPS), "cores.EVERY_STEP lags modules.STEPS"
+
+
 CORES = {
+    "test_ops.py::test_opinfo_coverage": opinfo_coverage,
+    "test_jit_boundary.py::test_jax_jit_of_a_function_returning_torch_return_types": jit_of_torch_return_types,
+    "test_modules.py::test_the_pinned_example_runs_every_step_of_the_grammar": pinned_example_has_every_step,
     "test_ops.py::test_op": op_case,
     "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
     "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-LAYOUTS = ("contiguous", "transposed", "offset_slice", "size1_strides", "zero_d")
-DTYPES = ("float32", "bool", "bfloat16", "int8")
-PATHS = ("torchax_dlpack", "torchax_copy", "plain_dlpack")
+from harness.incell.compat import api_absent, found, torch_api
 
+DLPACK_OPTION = "torchax.config.use_dlpack_for_data_conversion"  # its release range: matrices/apis/torchax.yaml
 
 def make(layout: str, dtype: str) -> Any:
     """A torch tensor of this layout and dtype; a view where the layout is one."""
@@ -46,7 +45,6 @@ def conversion_case(layout: str, dtype: str, path: str, observe) -> None:
     import numpy as np
     import torch
 
-    from harness.incell.compat import torch_api
 
     t = make(layout, dtype)
     expected = t.float().numpy() if dtype == "bfloat16" else t.numpy()
@@ -60,6 +58,8 @@ def conversion_case(layout: str, dtype: str, path: str, observe) -> None:
         back = torch.from_dlpack(j)
     else:
         env = torch_api.torchax_entry("default_env")()
+        if not found(DLPACK_OPTION, hasattr(env.config, "use_dlpack_for_data_conversion")):
+            api_absent(DLPACK_OPTION)
         old = env.config.use_dlpack_for_data_conversion
         env.config.use_dlpack_for_data_conversion = path == "torchax_dlpack"
         try:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from harness.incell.compat import require, torch_api
+
 
 def _arange(m, h, x, made):
     import torch
@@ -156,8 +158,6 @@ def _run_all(program: list[str], width: int, batch: int, seed: int) -> dict[str,
     import jax
     import torch
 
-    from harness.incell.compat import torch_api
-
     env = torch_api.torchax_entry("default_env")()
     x = torch.randn(batch, width, generator=torch.Generator().manual_seed(seed))
     run: dict[str, Any] = {"env": env, "x": x}
@@ -203,7 +203,7 @@ def forward_case(program: list[str], width: int, batch: int, seed: int, observe)
     import jax
     import jax.numpy as jnp
 
-    tensor_type = __import__("torchax.tensor", fromlist=["Tensor"]).Tensor
+    tensor_type = require("torchax.tensor").Tensor
     run = _run_all(program, width, batch, seed)
     observe.record(program=list(program))
     for name, got in zip(("h", "made"), run["eager"]):

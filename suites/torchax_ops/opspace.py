@@ -12,11 +12,14 @@ Everything here is computed from the packages at collection; nothing is cached a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from harness.incell.compat import require
 
 # The dtypes the issue names; float64 and int64 need jax_enable_x64 (see cores.x64_for).
 DTYPES = ("float32", "float64", "bfloat16", "int64", "bool")
@@ -54,11 +57,30 @@ def _safe(text: str) -> str:
 
 def op_db() -> list[Any]:
     """PyTorch's OpInfo database (imports expecttest; skips where the cell lacks it)."""
-    from harness.incell.compat import require
-
     require("torch")
     require("expecttest")
-    return require("torch.testing._internal.common_methods_invocations").op_db
+    with _hypothesis_profile_kept():
+        return require("torch.testing._internal.common_methods_invocations").op_db
+
+
+@contextlib.contextmanager
+def _hypothesis_profile_kept():
+    """torch.testing._internal.common_utils registers hypothesis profiles of its own ('dev' among
+    them) and loads one at import: in a cell that would silently swap the root conftest's profile
+    (derandomized, bounded, health checks) for torch's in every family's properties. Put it back."""
+    try:
+        from hypothesis import settings
+    except ImportError:  # a cell without hypothesis: nothing to keep
+        yield
+        return
+    profiles = dict(settings._profiles)  # private, but the only way to see what was registered
+    current = getattr(settings, "_current_profile", None)
+    try:
+        yield
+    finally:
+        settings._profiles.update(profiles)
+        if current is not None:
+            settings.load_profile(current)
 
 
 def _packet_name(op: Any) -> str | None:
@@ -70,8 +92,6 @@ def _packet_name(op: Any) -> str | None:
 
 def torchax_registry() -> dict[str, str]:
     """aten op name -> 'lowering' or 'decomposition', as the installed torchax registers it."""
-    from harness.incell.compat import require
-
     require("torchax")
     require("torchax.ops.jaten")  # importing it fills the registry (torchax's own load_ops does the same)
     registry = require("torchax.ops.ops_registry")

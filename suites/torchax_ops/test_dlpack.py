@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from suites.torchax_ops import cores, dlpack
+from suites.torchax_ops import cores
+
+# literals, so the ids can be read without importing (harness/judge/testids.py); dlpack.make builds each
+LAYOUTS = ["contiguous", "transposed", "offset_slice", "size1_strides", "zero_d"]
+DTYPES = ["float32", "bool", "bfloat16", "int8"]
+PATHS = ["torchax_dlpack", "torchax_copy", "plain_dlpack"]
 
 
-@pytest.mark.parametrize("path", dlpack.PATHS)
-@pytest.mark.parametrize("dtype", dlpack.DTYPES)
-@pytest.mark.parametrize("layout", dlpack.LAYOUTS)
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_conversion_keeps_values_dtype_and_shape(layout, dtype, path, observe):
     cores.dlpack_conversion(layout, dtype, path, observe)  # skips where the cell has no torch or torchax

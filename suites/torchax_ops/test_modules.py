@@ -36,5 +36,5 @@ def test_generated_forward_updates_buffers_as_torch_eager(program, width, batch,
     modules.buffers_case(program, width, batch, seed, observe)
 
 
-def test_the_pinned_example_runs_every_step_of_the_grammar():
-    assert sorted(EVERY_STEP["program"]) == sorted(modules.STEPS), "cores.EVERY_STEP lags modules.STEPS"
+def test_the_pinned_example_runs_every_step_of_the_grammar(observe):
+    cores.pinned_example_has_every_step(observe)

@@ -108,25 +108,39 @@ def _name(text: str) -> str:
     return re.sub(r"[-_.]+", "-", text).lower()
 
 
+_REQ = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?")
+_EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+
+
 def declared_closure(dist: str) -> set[str]:
-    """The distribution and everything its Requires-Dist reaches among installed dists, every
-    extra and marker included (over-including only ever hides a finding, never makes one up)."""
-    seen: set[str] = set()
-    todo = [_name(dist)]
+    """The distribution and everything its Requires-Dist reaches among installed dists: every extra
+    of the bridge itself (`pip install torchax[cpu]` is a declaration too), then for each package
+    reached only the extras it was asked for (jax[cpu] brings jax's cpu extra, not its test one).
+    Markers other than `extra` are taken as true: over-including only ever hides a finding."""
+    seen: set[tuple[str, str]] = set()
+    todo: list[tuple[str, str | None]] = [(_name(dist), None)]  # None: every extra
+    names: set[str] = set()
     while todo:
-        name = todo.pop()
-        if name in seen:
+        name, extra = todo.pop()
+        if (name, str(extra)) in seen:
             continue
-        seen.add(name)
+        seen.add((name, str(extra)))
+        names.add(name)
         try:
             requires = distribution(name).requires or []
         except PackageNotFoundError:
             continue  # declared but not installed here: nothing further to follow
         for req in requires:
-            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-            if m:
-                todo.append(_name(m.group(1)))
-    return seen
+            m = _REQ.match(req)
+            if not m:
+                continue
+            wanted = _EXTRA.search(m.group(3) or "")
+            if wanted and extra is not None and _name(wanted.group(1)) != extra:
+                continue  # another extra's requirement
+            if wanted is None or extra is None or _name(wanted.group(1)) == extra:
+                todo.append((_name(m.group(1)), ""))  # the package itself, base requirements
+                todo += [(_name(m.group(1)), _name(x)) for x in (m.group(2) or "").split(",") if x.strip()]
+    return names
 
 
 def owner(top: str) -> list[str]:

@@ -18,11 +18,12 @@ TIMEOUT_S = 240  # a fresh interpreter importing torch_xla (15-25 s of CPU) and 
 MARK = "SEAMS-ANSWER "
 
 
-def run_fresh(probe: Callable[..., None], *args: Any, what: str) -> Any:
-    """probe(*args) in a fresh interpreter of this cell; its answer, or AssertionError naming the cause."""
+def run_fresh(probe: Callable[..., None], *args: Any, what: str, env: dict[str, str] | None = None) -> Any:
+    """probe(*args) in a fresh interpreter of this cell (with `env` added to this process's
+    environment); its answer, or AssertionError naming the cause."""
     script = inspect.getsource(probe) + f"\n{probe.__name__}(*{args!r})\n"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=TIMEOUT_S,
-                          env=dict(os.environ), cwd="/")
+                          env={**os.environ, **(env or {})}, cwd="/")
     answers = [line for line in proc.stdout.splitlines() if line.startswith(MARK)]
     if proc.returncode or not answers:
         lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]

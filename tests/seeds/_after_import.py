@@ -40,10 +40,12 @@ _seams_sys.meta_path.insert(0, _SeamsAfterImport())
 
 def after_import(module: str, code: str) -> None:
     """Run `code` in `module`'s namespace after its real import, here and in child processes."""
-    assert module not in sys.modules, f"{module} is already imported: the seed would come too late"
-    assert importlib.util.find_spec(module) is not None, f"{module} is not installed in this cell"
     hook = _HOOK.format(module=module, code=code)
-    exec(hook, {"__name__": "seams_seed"})  # this process
+    if module in sys.modules:  # imported already (a plugin imports jax early): run the code on it now
+        exec(code, sys.modules[module].__dict__)
+    else:
+        assert importlib.util.find_spec(module) is not None, f"{module} is not installed in this cell"
+        exec(hook, {"__name__": "seams_seed"})  # this process
     folder = Path(tempfile.mkdtemp(prefix="seams-seed-"))
     (folder / "sitecustomize.py").write_text(hook)  # every fresh interpreter this process starts
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))

@@ -2,7 +2,8 @@
 against this cell's jax and torch.
 
 The bridge is found with importlib.util.find_spec (which does not import a top-level package)
-and read with suites.coexist.scan; the names are checked by suites.coexist.resolve. What a case records (the `census` observation, rendered by harness/report/census.py):
+and read with suites.coexist.scan; the names are checked by suites.coexist.resolve in a fresh
+interpreter. What a case records (the `census` observation, rendered by harness/report/census.py):
 
     {"bridge": "torchax", "dist": "torch-xla", "version": "2.9.0", "kind": "jax" | "torch-ops",
      "against": {"jax": "0.7.1"}, "used": 333, "sites": 1402,
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from suites.coexist.resolve import resolve
+from suites.coexist.resolve import resolve_all
 from suites.coexist.scan import GUARDS, Use, scan_package
 
 BRIDGES = ("torchax", "torch_xla")
@@ -96,7 +97,7 @@ def uses(module: str) -> tuple[Use, ...]:
 
 @functools.lru_cache(maxsize=None)
 def _verdicts(module: str) -> dict[str, dict[str, Any]]:
-    return {name: resolve(name) for name in sorted({u.api for u in uses(module)})}
+    return resolve_all(sorted({u.api for u in uses(module)}))
 
 
 def take_census(module: str, kind: str) -> dict[str, Any]:
@@ -137,10 +138,13 @@ def take_census(module: str, kind: str) -> dict[str, Any]:
 
 
 def describe(entries: list[dict[str, Any]]) -> str:
-    """`api (file:line, +N more)` for each entry, one per line."""
+    """`api (file:line, +N more sites)` per entry, one per line, short enough that a message cut at
+    the plugin's length keeps every API (the sites are all in the observation); the error only
+    where it says more than "module X has no attribute Y"."""
     lines = []
     for e in entries:
-        more = e["n_sites"] - len(e["sites"])
-        lines.append(f"{e['api']} ({', '.join(e['sites'])}{f', +{more} more' if more > 0 else ''})"
-                     + (f": {e['detail']}" if e.get("detail") else ""))
+        more = e["n_sites"] - 1
+        detail = str(e.get("detail") or "")
+        said = "" if not detail or detail.startswith("AttributeError: module") else f": {detail[:120]}"
+        lines.append(f"{e['api']} ({e['sites'][0]}{f', +{more} more' if more > 0 else ''}){said}")
     return "\n  ".join(lines)

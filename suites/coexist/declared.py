@@ -1,8 +1,7 @@
 """Declared dependencies: what a bridge imports while it is imported and its entry points run,
 against what its distribution's metadata declares.
 
-`imports_of(bridge)` runs `import_probe` in a fresh interpreter of this cell (source sent with
-`-c`). An import hook records, for every top-level package first imported in that process, the
+`imports_of(bridge)` runs `import_probe` in a fresh interpreter of this cell (suites/coexist/fresh.py). An import hook records, for every top-level package first imported in that process, the
 module that imported it; a ModuleNotFoundError on the way is recorded with the module that raised
 it. `undeclared(...)` keeps the imports made by the bridge's own modules (those its distribution
 installs: torch_xla and, from 2.8, the torchax it bundles) of packages outside what its metadata
@@ -14,16 +13,12 @@ bridge's. The standard library is never a dependency.
 from __future__ import annotations
 
 import functools
-import inspect
-import json
-import os
 import re
-import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 from typing import Any
 
-PROBE_TIMEOUT_S = 240
+from suites.coexist.fresh import run_fresh
 
 
 def import_probe(bridge: str) -> None:
@@ -100,45 +95,52 @@ def import_probe(bridge: str) -> None:
     step(f"import {bridge}", lambda: __import__(bridge))
     if steps[f"import {bridge}"] == "ok":
         step("entry points", torchax_entry_points if bridge == "torchax" else torch_xla_entry_points)
-    print("SEAMS-IMPORTS " + _json.dumps({"first": first, "missing": missing, "steps": steps}))
+    print("SEAMS-ANSWER " + _json.dumps({"first": first, "missing": missing, "steps": steps}))
 
 
 @functools.lru_cache(maxsize=None)
 def imports_of(bridge: str) -> dict[str, Any]:
     """The import probe's record for the bridge, from a fresh interpreter of this cell."""
-    script = inspect.getsource(import_probe) + f"\nimport_probe({bridge!r})\n"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=PROBE_TIMEOUT_S, env=dict(os.environ), cwd="/")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("SEAMS-IMPORTS ")]
-    if proc.returncode or not lines:
-        raise AssertionError(f"a fresh process importing {bridge} exited {proc.returncode} without its record: "
-                             f"{proc.stderr.strip()[-1500:]}")
-    return json.loads(lines[-1].removeprefix("SEAMS-IMPORTS "))
+    return run_fresh(import_probe, bridge, what=f"importing {bridge}")
 
 
 def _name(text: str) -> str:
     return re.sub(r"[-_.]+", "-", text).lower()
 
 
+_REQ = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?")
+_EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+
+
 def declared_closure(dist: str) -> set[str]:
-    """The distribution and everything its Requires-Dist reaches among installed dists, every
-    extra and marker included (over-including only ever hides a finding, never makes one up)."""
-    seen: set[str] = set()
-    todo = [_name(dist)]
+    """The distribution and everything its Requires-Dist reaches among installed dists: every extra
+    of the bridge itself (`pip install torchax[cpu]` is a declaration too), then for each package
+    reached only the extras it was asked for (jax[cpu] brings jax's cpu extra, not its test one).
+    Markers other than `extra` are taken as true: over-including only ever hides a finding."""
+    seen: set[tuple[str, str]] = set()
+    todo: list[tuple[str, str | None]] = [(_name(dist), None)]  # None: every extra
+    names: set[str] = set()
     while todo:
-        name = todo.pop()
-        if name in seen:
+        name, extra = todo.pop()
+        if (name, str(extra)) in seen:
             continue
-        seen.add(name)
+        seen.add((name, str(extra)))
+        names.add(name)
         try:
             requires = distribution(name).requires or []
         except PackageNotFoundError:
             continue  # declared but not installed here: nothing further to follow
         for req in requires:
-            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
-            if m:
-                todo.append(_name(m.group(1)))
-    return seen
+            m = _REQ.match(req)
+            if not m:
+                continue
+            wanted = _EXTRA.search(m.group(3) or "")
+            if wanted and extra is not None and _name(wanted.group(1)) != extra:
+                continue  # another extra's requirement
+            if wanted is None or extra is None or _name(wanted.group(1)) == extra:
+                todo.append((_name(m.group(1)), ""))  # the package itself, base requirements
+                todo += [(_name(m.group(1)), _name(x)) for x in (m.group(2) or "").split(",") if x.strip()]
+    return names
 
 
 def owner(top: str) -> list[str]:

@@ -1,8 +1,7 @@
 """Living together: what torch (and jax) do in a fresh process after the packages are imported in
 a given order, compared between orders.
 
-`facts(order)` runs `probe` in a fresh interpreter of this cell (its source is sent with `-c`:
-it imports everything it uses itself) after importing the modules of `order` in that order, and
+`facts(order)` runs `probe` in a fresh interpreter of this cell (suites/coexist/fresh.py) after importing the modules of `order` in that order, and
 returns what it saw, one group per feature. A fact that raised is recorded as the text
 `error: Type: message` of its root cause, so a feature that fails the same way in both processes compares equal,
 and one that starts failing after an import shows as a difference.
@@ -11,16 +10,14 @@ and one that starts failing after an import shows as a difference.
 from __future__ import annotations
 
 import functools
-import inspect
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
-PROBE_TIMEOUT_S = 240  # a fresh interpreter importing torch_xla (15-25 s of CPU) and compiling three functions
+from suites.coexist.fresh import run_fresh
+
 BASELINE = ("torch",)
-TORCH_GROUPS = ("compile", "devices", "defaults", "dlpack", "rng", "autocast")
+# Inductor compiles in a pool of worker processes by default; starting that pool in every probe cost
+# about 20 s of a 60 s probe on the 2-core box. One thread changes how fast, not what, it compiles.
+COMPILE_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
 def probe(order: str, compile_too: bool) -> None:
@@ -125,20 +122,13 @@ def probe(order: str, compile_too: bool) -> None:
                 return xb.call_jax(jnp.sin, (t,)).cpu().tolist()
 
             found["scenario"]["torch_xla: call_jax(jnp.sin) on an XLA tensor"] = attempt(xla_call_jax)
-    print("SEAMS-FACTS " + _json.dumps(found))
+    print("SEAMS-ANSWER " + _json.dumps(found))
 
 
 @functools.lru_cache(maxsize=None)
 def facts(order: tuple[str, ...], compile_too: bool = True) -> dict[str, Any]:
     """The probe's facts in a fresh interpreter of this cell after importing `order`, in order."""
-    script = inspect.getsource(probe) + f"\nprobe({','.join(order)!r}, {compile_too!r})\n"
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=PROBE_TIMEOUT_S, env=dict(os.environ), cwd="/")
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("SEAMS-FACTS ")]
-    if proc.returncode or not lines:
-        raise AssertionError(f"a fresh process importing {', '.join(order)} exited {proc.returncode} "
-                             f"without its facts: {proc.stderr.strip()[-1500:]}")
-    return json.loads(lines[-1].removeprefix("SEAMS-FACTS "))
+    return run_fresh(probe, ",".join(order), compile_too, what=f"importing {', '.join(order)}", env=COMPILE_ENV)
 
 
 def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

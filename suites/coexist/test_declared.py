@@ -5,7 +5,10 @@ device, mark_step, call_jax where it exists) needs only what the bridge's metada
 A package the bridge's own modules import that its Requires-Dist (every extra included) does not
 reach is a finding naming the package and the module that imports it, whether the cell installed
 it (the matrix's extras put it there: the import worked by luck) or not (the import failed).
-The declared-only cells (matrices/default.yaml) install the bridge with nothing the matrix adds.
+Because the check reads the closure, a lucky package shows in every cell; a cell without the
+matrix's extras adds the failing import: xla29noflax-cpu is the declared-only torch_xla cell (its
+bundled torchax then fails on flax). No declared-only torchax cell: torchax 0.0.13 imports neither
+flax nor optax on the paths above, so such a cell would show nothing torchax0013-cpu does not.
 """
 
 from __future__ import annotations

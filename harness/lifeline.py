@@ -183,9 +183,33 @@ def _reap(pids: set[int]) -> None:
                 pass
 
 
-def sweep(token: str, rounds: int = 5) -> list[str]:
+def descendants(root: int | None = None) -> set[int]:
+    """Live processes whose parent chain leads to root (default: this process). With this process a child
+    subreaper, that includes what a test double-forked or setsid'ed away with a clean environment: the
+    orphans come back to us, marked or not."""
+    root = os.getpid() if root is None else root
+    table = _proc_table()
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _state, _pgrp) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    found, todo = set(), list(kids.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        if table.get(pid, (0, "X", 0))[1] not in ("Z", "X"):
+            found.add(pid)
+        todo += kids.get(pid, ())
+    return found
+
+
+def sweep(token: str, rounds: int = 5, adopted_besides: set[int] | None = None) -> list[str]:
     """Kill every process still carrying `token` (what the tests left running); their command lines.
 
+    With `adopted_besides` (the descendants this process had before the tests started), every other
+    descendant goes too: a process that dropped the token (a clean environment, `env -i`) and left the
+    group (setsid, a double fork) is still ours, because this process is a child subreaper. Processes
+    this harness tracks (the Popen children it runs itself) are never among them.
     Several rounds, because a process may fork between the scan and the kill; each found process's
     own group goes too when it leads one (a daemon's children).
     """
@@ -193,6 +217,10 @@ def sweep(token: str, rounds: int = 5) -> list[str]:
     seen: set[int] = set()
     for _ in range(rounds):
         pids = owned_by(token)
+        if adopted_besides is not None:
+            with _live_lock:
+                ours = {p.pid for p in _live}
+            pids = sorted(set(pids) | (descendants() - adopted_besides - ours))
         if not pids:
             break
         seen.update(pids)

@@ -255,9 +255,9 @@ def test_news_goes_on_into_commits_where_a_repository_is_configured():
     from harness.nightly.filing import commit_args
 
     assert commit_args("jax", {}) == []
-    assert commit_args("jax", {"SEAMS_REPO_JAX": "/src/jax"}) == ["--to-commit", "--repo=/src/jax"]
+    assert commit_args("jax", {"SEAMS_REPO_JAX": "/src/jax"}) == ["--to-commit", "--repo=/src/jax"]  # a value, never an option
     assert commit_args("torchax", {"SEAMS_REPO_TORCHAX": "https://github.com/pytorch/xla", "SEAMS_SUBDIR_TORCHAX": "torchax"}) == [
-        "--to-commit", "--repo=https://github.com/pytorch/xla", "--subdir=torchax"]  # values joined: never options
+        "--to-commit", "--repo=https://github.com/pytorch/xla", "--subdir=torchax"]
     assert commit_args("torch-xla", {"SEAMS_REPO_TORCH_XLA": "/src/xla"}) == []  # not pure Python
 
 

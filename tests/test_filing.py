@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+from harness.paths import REPO
 from harness.nightly.filing import bisect_bounds, marker, news_items
 
 REPO = Path(__file__).resolve().parent.parent
@@ -246,3 +251,42 @@ def test_a_night_built_from_source_is_bisected_over_its_commits(tmp_path, monkey
     assert seen[-1][at:at + 2] == ["--commits", "--repo=https://github.com/jax-ml/jax"]
     # the same commit both nights: nothing moved by commit; the release rule decides (here: none moved)
     assert filing.commit_bounds(old, old, "jaxlatest-cpu") is None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_news_stops_its_bisections_before_saying_so_and_nothing_writes_afterwards(tmp_path, sig):
+    """Ctrl-C or SIGTERM while a bisection runs: the bisection, its probes and what they left (here a
+    setsid'ed writer with an empty environment, standing in for a probe writing the bisect cache) are
+    gone before `news` says it was interrupted; the cache file grows no more after it exits."""
+    from tests.test_data_stays_data import base_reports
+
+    old, new = base_reports()
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    cache, started = tmp_path / "cache.log", tmp_path / "started"
+    writer = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    open({str(started)!r}, 'w').close()\n"
+              f"    while True:\n        open({str(cache)!r}, 'a').write('x')\n        time.sleep(0.02)\n"
+              "time.sleep(600)\n")
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import subprocess, sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"  # this checkout's harness, not an installed one
+        "import harness.nightly.filing as filing\n"
+        "real = subprocess.Popen\n"
+        f"filing.subprocess.Popen = lambda argv, **kw: real([sys.executable, '-I', '-c', {writer!r}], **{{**kw, 'env': {{}}}})\n"
+        "from harness.cli import main\n"
+        f"sys.exit(main(['news', {str(tmp_path / 'old.json')!r}, {str(tmp_path / 'new.json')!r}, '--dry-run', "
+        f"'--out', {str(tmp_path / 'news')!r}]))\n")
+    proc = subprocess.Popen([sys.executable, str(driver)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while not (started.exists() and cache.exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cache.exists(), "the stand-in bisection never started"
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert err.strip().splitlines()[-1].startswith(f"interrupted ({signal.Signals(sig).name}): every child process was stopped")
+    size = cache.stat().st_size
+    time.sleep(0.5)
+    assert cache.stat().st_size == size, "something the bisection started still writes after news said it stopped"

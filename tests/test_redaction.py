@@ -69,3 +69,28 @@ def test_redact_all_is_the_walk_whatever_its_shortcut_decides(value):
     from harness.redact import _redact_walk
 
     assert redact_all(value) == _redact_walk(value)
+
+
+def test_a_token_in_a_source_url_reaches_no_results_report_or_terminal(tmp_path, capsys):
+    """A `--with jax=https://user:TOKEN@host/jax.git@SHA` source (issue 31): the cell's CellStart, every record,
+    the report set and the lines printed show `https://***@host`, never the token."""
+    import dataclasses
+
+    from harness.cells.sources import describe
+    from harness.report.command import report_command
+    from harness.run.cellrun import run_cell
+    from tests.host_cell import CELL, host_env
+
+    token = "ghp_s3cretT0ken"
+    src = {"kind": "git", "location": f"https://user:{token}@github.example/jax-ml/jax.git", "ref": "main",
+           "sha": "0123456789abcdef0123456789abcdef01234567", "pin": "0.6.0+g0123456789ab", "version": "0.6.0"}
+    cell = dataclasses.replace(CELL, sources={"jax": src})
+    print(describe(src))
+    results = tmp_path / "results" / "host-cpu.jsonl"
+    run_cell(cell, results, ["tests/drills/test_tiny.py"], env_provider=host_env)
+    report_command([results], tmp_path / "rep", None)
+    out = capsys.readouterr()
+    assert token not in out.out + out.err
+    leaked = [str(p) for p in tmp_path.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+    assert not leaked, leaked
+    assert b"https://***@github.example/jax-ml/jax.git" in results.read_bytes()

@@ -254,6 +254,8 @@ class Prober:
                 argv = [str(env.python), "-I", str(self.script_file)]
                 child = {k: v for k, v in child.items() if k != "PYTHONPATH"}
             faults.point("spawn", argv[0])
+            lifeline.become_subreaper()  # a script's daemon, marked or not (env -i), comes back to us
+            before = lifeline.descendants()
             proc = subprocess.Popen(argv, env=child, cwd=cwd if self.script_file else None, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             lifeline.track(proc)
@@ -262,7 +264,7 @@ class Prober:
             finally:
                 lifeline.kill_group(proc)
                 lifeline.untrack(proc)
-                lifeline.sweep(token)  # what the script left running ends with its probe
+                lifeline.sweep(token, adopted_besides=before)  # what the script left running ends with its probe
             out.seek(0)
             tail = out.read()[-2000:].decode("utf-8", "replace")
         if rc < 0 and -rc in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

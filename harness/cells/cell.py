@@ -106,7 +106,7 @@ class Cell:
                 "env": redact_all(self.run_env()), "timeout_s": self.timeout_s, "install_line": self.install_line(),
                 "runs_on": self.runs_on, "source": self.source,
                 **({"floating": self.floating} if self.floating else {}),
-                **({"sources": self.sources} if self.sources else {})}
+                **({"sources": redact_all(self.sources)} if self.sources else {})}
 
 def is_url(text: str) -> bool:
     """A repository URL (scheme://... or scp-like user@host:path), not a local path."""

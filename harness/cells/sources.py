@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.cells.cell import IMPORT_NAMES, Cell, is_url as _is_url
 from harness.errors import UserError
+from harness.redact import redact
 
 KINDS = ("wheel", "path", "git")
 _SKIP_DIRS = {"__pycache__", ".git", "build", "dist", ".eggs", ".tox", ".venv"}
@@ -470,7 +471,7 @@ def build_env_for(package: str, src: dict[str, Any]) -> dict[str, str]:
 
 def describe(src: dict[str, Any]) -> str:
     """One line naming a resolved source: where, which commit or content, dirty or not."""
-    where = src["location"] + (f" (subdir {src['subdir']})" if src.get("subdir") else "")
+    where = redact(src["location"]) + (f" (subdir {src['subdir']})" if src.get("subdir") else "")
     if src["kind"] == "git":
         return f"{where} at {src['sha']}" + (f" ({src['ref']})" if src.get("ref") not in (None, src["sha"]) else "")
     if src["kind"] == "path" and src.get("sha"):

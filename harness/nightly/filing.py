@@ -216,17 +216,26 @@ def _run_bisect(argv: list[str], pkg: str, good: str, bad: str, md: Path, budget
     from harness import lifeline  # here: building the CLI's parser must not import it
 
     token = uuid.uuid4().hex
+    lifeline.become_subreaper()  # what the bisection double-forks or setsid's away comes back to us
+    before = lifeline.descendants()
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, **lifeline.owner_env(token)})
+    lifeline.track(proc)  # Ctrl-C / SIGTERM: the signal handler kills its group before anything else
     try:
         stdout, stderr = proc.communicate(timeout=budget_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        lifeline.sweep(token)
+        lifeline.sweep(token, adopted_besides=before)
         return (f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n"
                 f"    {shlex.join(['python', *argv[1:]])}")
-    lifeline.sweep(token)
+    except BaseException:  # interrupted: the bisection and its probes end (no cache write after) before we say so
+        lifeline.kill_group(proc)
+        lifeline.sweep(token, adopted_besides=before)
+        raise
+    finally:
+        lifeline.untrack(proc)
+    lifeline.sweep(token, adopted_besides=before)
     if md.exists():
         return md.read_text()
     tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]

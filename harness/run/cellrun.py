@@ -377,6 +377,7 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
                # xdist's own 10 s wait for a worker to exit is load, not a hang: scaled to half our deadline
                "SEAMS_XDIST_EXIT_WAIT_S": str(max(10, exit_s // 2))}
     lifeline.become_subreaper()  # a double-forked daemon comes back to us, not to init
+    before = lifeline.descendants()  # ours already (a caller's own children): never the tests' leftovers
     left: list[str] = []
     xdist_mode = bool(xdist) or user_chose(pytest_args)
     for _attempt in range(MAX_RESUMES):
@@ -393,7 +394,7 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
             stopped = f"could not start pytest: {exc}"
             break
         finally:  # processes that left pytest's group (setsid, double fork, daemons) end with it too
-            left += lifeline.sweep(token)
+            left += lifeline.sweep(token, adopted_besides=before)  # marked, or adopted without the mark
             for rec in stream.close_pipe():  # whatever came between the last poll and exit
                 watch.feed(rec, progress, cell.name)
         stream.check(deep=True)

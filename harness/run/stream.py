@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import faults
+from harness.redact import redact, redact_all
 from harness.safeio import atomic_write
 
 _TAIL_PROBE = 1 << 16  # how far back to look for the last newline (a longer torn line is cut whole)
@@ -34,8 +35,18 @@ def _cut_torn_tail(fd: int) -> int:
     return size - keep
 
 
+def _redacted(line: bytes) -> bytes:
+    """A record's line with every URL's credentials masked (redact on its JSON text: the user part of a
+    URL never holds a quote, so the JSON stays valid)."""
+    if b"@" not in line or b"://" not in line:
+        return line
+    text = line.decode("utf-8", "surrogateescape")
+    return redact(text).encode("utf-8", "surrogateescape")
+
+
 def append_record(path: Path, record: dict[str, Any]) -> None:
     """Append one JSON record as a line and fsync it: a kill right after loses nothing."""
+    record = redact_all(record)
     faults.point("open", path)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -160,6 +171,7 @@ class ResultsStream:
         self._write((json.dumps(record, default=str) + "\n").encode("utf-8", "backslashreplace"), sync=True)
 
     def _write(self, line: bytes, sync: bool = False) -> None:
+        line = _redacted(line)  # a token in a --with/--repo URL, a uv or git message: never in the results
         self.check()
         if self._fd < 0:
             faults.point("open", self.path)

@@ -24,7 +24,7 @@ AIM = 60
 # cases (cored since) also the input-spec helpers and the probe they compare against (up to 226).
 BOUND = 230
 # What each family needs in a cell to run at all (the others skip as "not in cell").
-FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "shard_map": "jax", "compute_on": "jax"}
+FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "torchax_ops": "torchax", "shard_map": "jax", "compute_on": "jax"}
 
 
 def _lengths() -> list[tuple[int, str, str]]:

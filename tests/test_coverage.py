@@ -152,7 +152,8 @@ def test_a_real_torchax_run_calls_every_torchax_entry_point_with_a_range(tmp_pat
 
     results = tmp_path / "torchax0013-cpu.jsonl"
     run_cell(catalogue().cell("torchax0013-cpu"), results,
-             ["suites/torchax/test_interop.py", "suites/torchax/test_entry_points.py"], timeout_s=300)
+             ["suites/torchax/test_interop.py", "suites/torchax/test_entry_points.py",
+              "suites/torchax_ops/test_dlpack.py"], timeout_s=300)  # the last probes torchax's DLPack option
     out = tmp_path / "out"
     report_command([results], out)
     report = json.loads((out / "report.json").read_text())

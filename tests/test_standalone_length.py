@@ -30,7 +30,7 @@ BOUND = 230
 # falsifying program the space finds.
 CASE_BOUNDS = {"suites/shard_map/test_space.py::test_generated_collective_programs_match_the_float64_model": 330}
 # What each family needs in a cell to run at all (the others skip as "not in cell").
-FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "shard_map": "jax", "compute_on": "jax"}
+FAMILY_NEEDS = {"call_jax": "torch-xla", "torchax": "torch", "torchax_ops": "torchax", "shard_map": "jax", "compute_on": "jax"}
 
 
 @functools.lru_cache(maxsize=1)

@@ -448,12 +448,13 @@ def _uv_install(cell: Cell, target: Path, fresh: bool = False, installed_from: d
     run_env.pop("PYTHONPATH", None)
     _uv(cell, [uv, "venv", "--quiet", "--relocatable", "--python", PYTHON, str(target)], run_env)
     install = [uv, "pip", "install", "--quiet", "--python", str(target / "bin" / "python")]
+    # --opt=VALUE: a matrix's value is never read as an option of its own
     if cell.index_url:
-        install += ["--index-url", cell.index_url]
+        install += [f"--index-url={cell.index_url}"]
     for url in cell.extra_index_urls:  # a `nightly` pin's index (harness.cells.floating)
-        install += ["--extra-index-url", url]
+        install += [f"--extra-index-url={url}"]
     for link in cell.find_links:
-        install += ["--find-links", link]
+        install += [f"--find-links={link}"]
     reqs = ["--", *cell.requirements()]
     if installed_from:  # a source is installed from the folder or wheel it was exported to
         from harness.cells.cell import requirement

@@ -316,6 +316,7 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
               commits: dict[str, tuple[str, str]] | None = None) -> int:
     """Bisect and file (or print) each news item; returns how many items there were."""
     from harness.report.diff import load_report
+    from harness.report.repro import printable  # ids from a report: escapes on the terminal, never acted on
 
     old, new = load_report(old_path), load_report(new_path)
     items = news_items(old, new)
@@ -333,7 +334,7 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
                 if line.startswith("<!-- xla-seams-news:"):
                     known[line.strip()] = issue
     for i, item in enumerate(items[:max_items], 1):
-        say(f"[{i}/{min(len(items), max_items)}] {item['kind']}: {item['case']} on {item['cell']}")
+        say(printable(f"[{i}/{min(len(items), max_items)}] {item['kind']}: {item['case']} on {item['cell']}"))
         work = out / f"item{i}"
         work.mkdir(parents=True, exist_ok=True)
         reduced = reduced_script(new_path, item)
@@ -353,7 +354,7 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
         else:
             say(f"opened {gh.create(title, body_file)}")
     for item in items[max_items:]:
-        say(f"not filed (over --max): {item['kind']}: {item['case']} on {item['cell']}")
+        say(printable(f"not filed (over --max): {item['kind']}: {item['case']} on {item['cell']}"))
     return len(items)
 
 

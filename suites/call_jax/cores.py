@@ -967,7 +967,7 @@ def _to_cpu(path: str, t, env):
 def generated_call(path: str, inputs, outputs, seed: int, observe) -> None:
     """call_jax on generated inputs and outputs: results equal jax.jit's (dtype, shape, bits), the
     inputs' values unchanged, and an output written in place leaves every input alone."""
-    torch = require("torch")
+    require("torch")  # a cell without torch skips here
     call_jax = torch_api.call_jax()
     if path == "torchax":
         torch_api.call_jax_torchax_path()

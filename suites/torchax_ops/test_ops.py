@@ -19,15 +19,16 @@ CASE_ID = re.compile(r"aten\.[A-Za-z0-9_.]+(\([A-Za-z0-9_.]+\))?(@[A-Za-z0-9_.]+
                      % ("|".join(opspace.DTYPES), "|".join(opspace.PATHS)))
 
 
-def _params() -> tuple[list, str]:
+def _params(asked: frozenset[str]) -> tuple[list, str]:
     """The cases, or none and the reason (no torch, torchax or expecttest in this cell)."""
     try:
-        return [pytest.param(k, d, p, id=f"{k}-{d}-{p}") for k, d, p in opspace.cases()], ""
+        return [pytest.param(k, d, p, id=f"{k}-{d}-{p}") for k, d, p in opspace.cases(asked)], ""
     except pytest.skip.Exception as exc:  # require() of a package the cell does not install
         return [], str(exc.msg)
 
 
-PARAMS, UNAVAILABLE = _params()
+PARAMS: list = []
+UNAVAILABLE = ""
 
 
 def _asked_for(config: pytest.Config) -> list[str]:
@@ -42,8 +43,11 @@ def _asked_for(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    global PARAMS, UNAVAILABLE
     if metafunc.function.__name__ != "test_op":
         return
+    # Derived here, not at import: the ids asked for on the command line join the profile's cases.
+    PARAMS, UNAVAILABLE = _params(frozenset(_asked_for(metafunc.config)))
     if PARAMS:
         metafunc.parametrize("key,dtype,path", PARAMS)
     else:

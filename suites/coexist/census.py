@@ -138,13 +138,13 @@ def take_census(module: str, kind: str) -> dict[str, Any]:
 
 
 def describe(entries: list[dict[str, Any]]) -> str:
-    """`api (file:line, +N more sites)` per entry, one per line, short enough that a message cut at
-    the plugin's length keeps every API (the sites are all in the observation); the error only
-    where it says more than "module X has no attribute Y"."""
+    """`api (file:line, +N more)` per entry, joined by `; ` on one line: the plugin keeps a
+    message's first six lines, and every API must survive (all sites are in the observation); the
+    error only where it says more than "module X has no attribute Y"."""
     lines = []
     for e in entries:
         more = e["n_sites"] - 1
         detail = str(e.get("detail") or "")
         said = "" if not detail or detail.startswith("AttributeError: module") else f": {detail[:120]}"
         lines.append(f"{e['api']} ({e['sites'][0]}{f', +{more} more' if more > 0 else ''}){said}")
-    return "\n  ".join(lines)
+    return "; ".join(lines)

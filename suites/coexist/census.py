@@ -14,12 +14,12 @@ interpreter. What a case records (the `census` observation, rendered by harness/
 from __future__ import annotations
 
 import functools
-from importlib.metadata import PackageNotFoundError, packages_distributions
-from importlib.metadata import version as dist_version
-from importlib.util import find_spec
 import os
 import re
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, packages_distributions
+from importlib.metadata import version as dist_version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,9 @@ from suites.coexist.scan import GUARDS, Use, scan_package
 BRIDGES = ("torchax", "torch_xla")
 KINDS = {"jax": ("jax",), "torch-ops": ("torch.ops.",)}  # census kind -> the name prefixes it covers
 MAX_SITES = 5  # file:line sites kept per API (the count says how many more)
-RESOLVE_TIMEOUT_S = 240
 # jaxlib's gpu_* / cuda modules are stubs without the CUDA plugin: what they lack on a CPU cell is
 # there once the plugin is installed, so it is recorded as accelerator-only, not as absent.
-_ACCELERATOR_PART = re.compile(r"(gpu|cuda|rocm|triton|mosaic_gpu)", re.IGNORECASE)  # importing jax, torch and the jax submodules a bridge names
+_ACCELERATOR_PART = re.compile(r"(gpu|cuda|rocm|triton|mosaic_gpu)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

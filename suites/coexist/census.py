@@ -14,12 +14,12 @@ interpreter. What a case records (the `census` observation, rendered by harness/
 from __future__ import annotations
 
 import functools
-from importlib.metadata import PackageNotFoundError, packages_distributions
-from importlib.metadata import version as dist_version
-from importlib.util import find_spec
 import os
 import re
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, packages_distributions
+from importlib.metadata import version as dist_version
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,9 @@ from suites.coexist.scan import GUARDS, Use, scan_package
 BRIDGES = ("torchax", "torch_xla")
 KINDS = {"jax": ("jax",), "torch-ops": ("torch.ops.",)}  # census kind -> the name prefixes it covers
 MAX_SITES = 5  # file:line sites kept per API (the count says how many more)
-RESOLVE_TIMEOUT_S = 240
 # jaxlib's gpu_* / cuda modules are stubs without the CUDA plugin: what they lack on a CPU cell is
 # there once the plugin is installed, so it is recorded as accelerator-only, not as absent.
-_ACCELERATOR_PART = re.compile(r"(gpu|cuda|rocm|triton|mosaic_gpu)", re.IGNORECASE)  # importing jax, torch and the jax submodules a bridge names
+_ACCELERATOR_PART = re.compile(r"(gpu|cuda|rocm|triton|mosaic_gpu)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -138,13 +137,13 @@ def take_census(module: str, kind: str) -> dict[str, Any]:
 
 
 def describe(entries: list[dict[str, Any]]) -> str:
-    """`api (file:line, +N more sites)` per entry, one per line, short enough that a message cut at
-    the plugin's length keeps every API (the sites are all in the observation); the error only
-    where it says more than "module X has no attribute Y"."""
+    """`api (file:line, +N more)` per entry, joined by `; ` on one line: the plugin keeps a
+    message's first six lines, and every API must survive (all sites are in the observation); the
+    error only where it says more than "module X has no attribute Y"."""
     lines = []
     for e in entries:
         more = e["n_sites"] - 1
         detail = str(e.get("detail") or "")
         said = "" if not detail or detail.startswith("AttributeError: module") else f": {detail[:120]}"
         lines.append(f"{e['api']} ({e['sites'][0]}{f', +{more} more' if more > 0 else ''}){said}")
-    return "\n  ".join(lines)
+    return "; ".join(lines)

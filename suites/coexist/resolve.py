@@ -119,4 +119,8 @@ def resolve_probe(names: list) -> None:
 
 def resolve_all(names: list[str]) -> dict[str, dict[str, Any]]:
     """The verdict for each name, from a fresh interpreter of this cell."""
-    return run_fresh(resolve_probe, sorted(names), what="checking the census's names")
+    # Public names first: importing a private module before its public package can fail where the
+    # bridge, importing them the other way round, does not (jax 0.7.1's pallas_call_registration
+    # before jax.experimental.pallas is a circular import that breaks both).
+    ordered = sorted(names, key=lambda n: ("._" in n, n))
+    return run_fresh(resolve_probe, ordered, what="checking the census's names")

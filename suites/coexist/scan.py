@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 GUARDS = ("none", "conditional", "try")  # weakest first: a use seen several ways keeps the weakest
 

@@ -37,6 +37,9 @@ def _callers_env_without_telling_variables(monkeypatch):
         return
     for name in [n for n in os.environ if is_telling(n)]:
         monkeypatch.delenv(name)
+    # An in-process `harness run` sets its run id into os.environ for its -j workers; a later test's
+    # tox or harness command would inherit it and join that run (harness.run.invocation).
+    monkeypatch.delenv("SEAMS_RUN_ID", raising=False)
 
 
 def _known_issue_ids() -> list[str]:

@@ -57,13 +57,13 @@ def test_matrix_format_tox_prints_the_cells():
 
 # --- real tox on cheap jax cells -------------------------------------------------------------
 
-def _tox(*args: str, reports: Path, **env: str) -> subprocess.CompletedProcess:
+def _tox(*args: str, reports: Path, expect: int = 0, **env: str) -> subprocess.CompletedProcess:
     tox = shutil.which("tox")
     if tox is None:
         pytest.fail("tox is not installed: pip install -e '.[test]' installs it")
     proc = subprocess.run([tox, *args], cwd=REPO, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "SEAMS_REPORTS": str(reports), **env})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert proc.returncode == expect, proc.stdout[-3000:] + proc.stderr[-2000:]
     return proc
 
 
@@ -93,7 +93,14 @@ def test_tox_posargs_reach_pytest_and_cells_in_a_row_keep_their_reports(tmp_path
     assert _report_cells(reports / "cells" / "jax060-cpu" / "report.json") == ["jax060-cpu"]
     assert not (reports / "report.json").exists(), "a cell env never writes the matrix's report"
 
-    _tox("-e", MERGE_ENV, reports=reports)
+    # Two tox commands are two runs: `report` alone belongs to neither, so it names them and stops;
+    # merging every file is the harness's own report command.
+    proc = _tox("-e", MERGE_ENV, reports=reports, expect=2)
+    said = proc.stdout + proc.stderr
+    assert "no results file here comes from this tox command" in said and "2 files from other runs" in said
+    assert not (reports / "report.json").exists()
+    subprocess.run([sys.executable, "-m", "harness", "report", str(reports / "results"), "--out", str(reports)],
+                   cwd=REPO, check=True, capture_output=True, text=True, timeout=300)
     assert _report_cells(reports / "report.json") == ["jax053-cpu", "jax060-cpu"]
 
 

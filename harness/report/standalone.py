@@ -436,6 +436,29 @@ def _fix_empty_bodies(tree: ast.AST) -> None:
     _Tidy().visit(tree)
 
 
+class _DropImports(ast.NodeTransformer):
+    """Removes import statements, inside functions, that the script's top already has word for word."""
+
+    def __init__(self, top: set[str]):
+        self.top = top
+
+    def visit_Import(self, node: ast.Import) -> ast.AST | None:
+        return None if ast.unparse(node) in self.top else node
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
+        return None if ast.unparse(node) in self.top else node
+
+
+def _drop_local_twins(defs: list[_Def], top: set[str]) -> None:
+    """A core imports inside its functions (its family collects where the package is absent); the
+    script imports at its top. The inner twin would rebind the top's name (pyflakes' F811), so it
+    goes and the function reads the top's import."""
+    for d in defs:
+        if isinstance(d.node, (ast.FunctionDef, ast.ClassDef)):
+            _DropImports(top).generic_visit(d.node)
+            _fix_empty_bodies(d.node)
+
+
 @dataclass
 class _Def:
     """One top-level definition of the script, resolved, with the imports it stands on."""
@@ -935,6 +958,7 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
     if any("skip" in _free_names(d.node) for d in col.out):
         col.need(prelude, "skip")
     defs = col.out
+    _drop_local_twins(defs, set(col.imports.values()) | set().union(*(d.hoisted for d in defs)))
     names = [d.name for d in defs] + list(HEADER_NAMES)
     if len(names) != len(set(names)) or set(HEADER_NAMES) & set().union(*(_free_names(d.node) for d in defs)):
         dupes = sorted({n for n in names if names.count(n) > 1})

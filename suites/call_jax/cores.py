@@ -991,6 +991,7 @@ def generated_call(path: str, inputs, outputs, seed: int, observe) -> None:
     want = jax.jit(fn)(*[before[k] for k in order if inputs[k][3] == "positional"],
                        **{f"k{k}": before[k] for k in order if inputs[k][3] == "kwarg"})
     n_before = torch_api.cache_entries() if path == "xla" else None
+    observe.record(cache_before=n_before)  # the trace cache's size before the first call (None: not counted)
     got = call_jax(fn, tuple(positional), keyword)
     got_leaves, want_leaves = _space_leaves(got), _space_leaves(want)
     observe.record(inputs=[list(s) for s in inputs], outputs=[list(o) for o in outputs], path=path)

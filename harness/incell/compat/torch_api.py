@@ -36,13 +36,15 @@ def call_jax() -> Callable:
 CALL_JAX_TORCHAX = "torch_xla.core.xla_builder.call_jax(torchax tensors)"
 
 
-def call_jax_torchax_path() -> None:
+def call_jax_torchax_path() -> Any:
     """call_jax's second dispatch path (2.8+: torchax tensors go to torchax.interop.call_jax),
-    or skip as api absent. It ships with xla_builder.maybe_get_torchax, which that branch calls."""
+    or skip as api absent. It ships with xla_builder.maybe_get_torchax, which that branch calls
+    (returned, so a standalone script that folds the probe still reads what it imported)."""
     import torch_xla.core.xla_builder as xb
 
     if not found(CALL_JAX_TORCHAX, hasattr(xb, "maybe_get_torchax")):
         api_absent(CALL_JAX_TORCHAX, "this call_jax takes XLA tensors only")
+    return xb.maybe_get_torchax
 
 
 def cache_entries() -> int | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -68,11 +69,11 @@ def _hypothesis_profile_kept():
     """torch.testing._internal.common_utils registers hypothesis profiles of its own ('dev' among
     them) and loads one at import: in a cell that would silently swap the root conftest's profile
     (derandomized, bounded, health checks) for torch's in every family's properties. Put it back."""
-    try:
-        from hypothesis import settings
-    except ImportError:  # a cell without hypothesis: nothing to keep
+    hypothesis = sys.modules.get("hypothesis")  # never imported here: a standalone script needs no hypothesis
+    if hypothesis is None:  # nothing imported it (a standalone script): no profile to keep
         yield
         return
+    settings = hypothesis.settings
     profiles = dict(settings._profiles)  # private, but the only way to see what was registered
     current = getattr(settings, "_current_profile", None)
     try:

@@ -15,7 +15,6 @@ import pytest
 from harness.paths import REPO
 from harness.nightly.filing import bisect_bounds, marker, news_items
 
-REPO = Path(__file__).resolve().parent.parent
 A, B, C = "suites/a.py::test_a", "suites/b.py::test_b", "suites/c.py::test_c"
 
 
@@ -159,10 +158,11 @@ def test_a_bisection_over_budget_is_ended_with_its_children(tmp_path, monkeypatc
     assert not alive, "the bisection's own children are ended with it"
 
 
-def test_commits_flag_reaches_the_bisection_and_overrides_the_environment(tmp_path, monkeypatch):
+def record_bisect_argvs(monkeypatch) -> list[list[str]]:
+    """Stand in for the bisection process news starts: each argv is recorded, nothing runs."""
     import harness.nightly.filing as filing
 
-    seen = []
+    seen: list[list[str]] = []
 
     class Done:
         returncode = 0
@@ -174,6 +174,13 @@ def test_commits_flag_reaches_the_bisection_and_overrides_the_environment(tmp_pa
             return "", ""
 
     monkeypatch.setattr(filing.subprocess, "Popen", Done)
+    return seen
+
+
+def test_commits_flag_reaches_the_bisection_and_overrides_the_environment(tmp_path, monkeypatch):
+    import harness.nightly.filing as filing
+
+    seen = record_bisect_argvs(monkeypatch)
     monkeypatch.setenv("SEAMS_REPO_JAX", "/from/env")
     item = {"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}
     filing.bisect_item(item, OLD, NEW, budget_s=30, out=tmp_path,
@@ -224,18 +231,7 @@ def test_a_night_built_from_source_is_bisected_over_its_commits(tmp_path, monkey
     tonight's jaxlib."""
     import harness.nightly.filing as filing
 
-    seen = []
-
-    class Done:
-        returncode = 0
-
-        def __init__(self, argv, **kw):
-            seen.append(argv)
-
-        def communicate(self, timeout=None):
-            return "", ""
-
-    monkeypatch.setattr(filing.subprocess, "Popen", Done)
+    seen = record_bisect_argvs(monkeypatch)
     monkeypatch.delenv("SEAMS_REPO_JAX", raising=False)
     old, new = _source_night(1, "a" * 40, {A: "pass"}), _source_night(2, "b" * 40, {A: "fail"})
     assert filing.commit_bounds(old, new, "jaxlatest-cpu")[:3] == ("jax", "a" * 40, "b" * 40)

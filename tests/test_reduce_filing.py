@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.report.issue_body import issue_body
 from harness.report.repro import safe_name
+from tests.test_filing import record_bisect_argvs
 
 REPO = Path(__file__).resolve().parent.parent
 CELL = {"cell": "jax060-cpu", "device": "cpu", "pins": {"jax": "0.6.0"}}
@@ -44,18 +45,7 @@ def test_news_files_the_reduced_script_and_bisects_it(tmp_path, monkeypatch):
     assert sum("raise ValueError('boom')" in i for i in items) == 1  # test_a's issue only: the one with a reduced script
     assert filing.reduced_script(tmp_path / "new.json", {"case": A, "cell": "jaxlatest-cpu"}) == reduced
 
-    seen = []
-
-    class Done:
-        returncode = 0
-
-        def __init__(self, argv, **kw):
-            seen.append(argv)
-
-        def communicate(self, timeout=None):
-            return "", ""
-
-    monkeypatch.setattr(filing.subprocess, "Popen", Done)
+    seen = record_bisect_argvs(monkeypatch)
     filing.bisect_item({"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}, OLD, NEW, budget_s=30,
                        out=tmp_path, script=reduced)
     assert seen[-1][-2:] == ["--script", str(reduced)]

@@ -339,6 +339,20 @@ class Cgroup:
             return False
 
 
+def join_cgroup_from_env() -> None:
+    """A harness process started with SEAMS_CGROUP (news's bisection: `python -m harness bisect`) moves
+    itself into that cgroup first thing, before it starts anything, so every process it starts is inside:
+    the same as the launcher does for a program that is not the harness, without changing its argv."""
+    path = os.environ.pop(CGROUP_ENV, "")
+    if not path:
+        return
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+    except OSError:
+        pass  # the subreaper sweep of the parent still finds what this process leaves
+
+
 def _rmdir_tree(path: Path) -> None:
     for folder, _dirs, _files in sorted(os.walk(path), key=lambda w: -len(w[0])):  # the deepest first
         try:

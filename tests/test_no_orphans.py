@@ -236,3 +236,27 @@ def test_a_sigkilled_harness_takes_the_cells_whole_cgroup_along(tmp_path):
     finally:
         for p in left:
             os.kill(p, signal.SIGKILL)
+
+
+def test_a_harness_process_started_with_a_cgroup_joins_it_before_it_starts_anything(tmp_path):
+    """news's bisection (`python -m harness bisect`) is started with SEAMS_CGROUP, not through the launcher (its
+    argv stays the harness's): its main joins first, so its probes and what they start are inside."""
+    why = _cgroup_here()
+    if why:
+        pytest.skip(f"cgroup containment is not available here: {why}")
+    cg = lifeline.Cgroup.create(f"join-{os.getpid()}")
+    code = ("from harness import lifeline; lifeline.join_cgroup_from_env(); import os, subprocess, sys, time; "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True, env={}); "
+            "print(os.getpid(), p.pid, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, **cg.env()},
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert sorted(cg.members()) == sorted(pids)
+        killed = cg.kill()
+        assert len(killed) == 2 and not _gone_within(pids, 2.0)
+    finally:
+        proc.kill()
+        proc.wait()
+        cg.remove()
+    assert not cg.path.exists()

@@ -219,12 +219,12 @@ def _run_bisect(argv: list[str], pkg: str, good: str, bad: str, md: Path, budget
     lifeline.become_subreaper()  # what the bisection double-forks or setsid's away comes back to us
     before = lifeline.descendants()
     env = {**os.environ, **lifeline.owner_env(token)}
-    cgroup = lifeline.Cgroup.create(token)  # where one is delegated: the bisection and its probes start inside it
-    run_argv = argv
+    # Where one is delegated, the bisection joins a cgroup of its own first thing (lifeline.join_cgroup_from_env
+    # in the harness's main): its probes and all they start are inside it.
+    cgroup = lifeline.Cgroup.create(token)
     if cgroup is not None:
-        run_argv = lifeline.wrap(argv)
         env.update(cgroup.env())
-    proc = subprocess.Popen(run_argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env=env)
     lifeline.track(proc)  # Ctrl-C / SIGTERM: the signal handler kills its group before anything else
 

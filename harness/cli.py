@@ -541,6 +541,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     from harness import lifeline
 
+    lifeline.join_cgroup_from_env()  # started by news into a cgroup of its own: in it before anything starts
     lifeline.install_signal_handlers()  # SIGINT/SIGTERM/SIGHUP: kill the children, then unwind
     _absolute_paths(args)
     try:

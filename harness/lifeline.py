@@ -8,8 +8,15 @@ Three layers, because each covers a way the others can miss:
   harness takes the child along;
 - a child handed a pipe (its read end's fd in SEAMS_LIFELINE_FD: the pytest child) also gets a guard:
   the launcher forks a small process into the child's process group that blocks on the pipe and,
-  at EOF - the harness is gone, however it died - SIGKILLs the whole group, grandchildren included.
+  at EOF - the harness is gone, however it died - SIGKILLs the whole group, grandchildren included
+  (and the child's whole cgroup, when it has one).
   A separate process, not a thread: a hang in C code holding the GIL cannot stop it.
+
+Containment at the end of a cell does not depend on the child's cooperation: where cgroup v2 is
+mounted and this process's cgroup is writable (delegated to it), the child is started in a cgroup of
+its own (`Cgroup`: the launcher moves itself in before it execs), and everything in it is killed at the
+end (`cgroup.kill`), whatever sessions, groups or environments its processes took; elsewhere, and as a
+second net, the harness is a child subreaper and kills what carries its mark or was adopted (`sweep`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Sequence
 
 from harness import faults
@@ -59,6 +67,13 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
 _LAUNCHER = r"""
 import ctypes, os, sys
 ppid, argv = int(sys.argv[1]), sys.argv[3:]
+cg = os.environ.pop("SEAMS_CGROUP", "")
+if cg:
+    try:
+        with open(cg + "/cgroup.procs", "w") as fh:
+            fh.write(str(os.getpid()))
+    except OSError:
+        cg = ""
 fd = os.environ.pop("SEAMS_LIFELINE_FD", "")
 if fd.isdigit():
     if os.fork() == 0:
@@ -67,6 +82,12 @@ if fd.isdigit():
                 pass
         except OSError:
             pass
+        if cg:
+            try:
+                with open(cg + "/cgroup.kill", "w") as fh:
+                    fh.write("1")
+            except OSError:
+                pass
         os.killpg(0, 9)
         os._exit(137)
     os.close(int(fd))
@@ -203,7 +224,162 @@ def descendants(root: int | None = None) -> set[int]:
     return found
 
 
-def sweep(token: str, rounds: int = 5, adopted_besides: set[int] | None = None) -> list[str]:
+CGROUP_ENV = "SEAMS_CGROUP"  # the launcher joins this cgroup folder before it execs (read by _LAUNCHER)
+_CGROUP_PREFIX = "seams-"
+
+
+def _cgroup2_dir_of_self() -> Path | None:
+    """This process's cgroup v2 folder (the unified hierarchy's mount point + the path in
+    /proc/self/cgroup's `0::` line), or None where there is none (cgroup v1 only, not Linux)."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            rel = next((ln.strip()[3:] for ln in fh if ln.startswith("0::")), None)
+        with open("/proc/self/mountinfo") as fh:
+            mounts = [ln.split() for ln in fh]
+    except OSError:
+        return None
+    if rel is None:
+        return None
+    for fields in mounts:
+        sep = fields.index("-") if "-" in fields else -1
+        if sep < 0 or len(fields) <= sep + 1 or fields[sep + 1] != "cgroup2":
+            continue
+        root, point = fields[3], fields[4]  # the mount's root within the hierarchy, where it is mounted
+        if root != "/" and not (rel == root or rel.startswith(root.rstrip("/") + "/")):
+            continue
+        inside = rel[len(root):] if root != "/" else rel
+        path = Path(point) / inside.lstrip("/")
+        if path.is_dir():
+            return path
+    return None
+
+
+class Cgroup:
+    """A cgroup v2 folder of its own for one cell's processes (or one probe's): every process started in
+    it stays in it whatever it does (setsid, double forks, a clean environment), and `kill()` ends them
+    all. Available only where the harness may create a cgroup under its own and move a process into it
+    (root, or a delegated subtree: systemd's `Delegate=yes`, a container given its cgroup namespace)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, token: str) -> Cgroup | None:
+        """A fresh cgroup beside nothing of anyone else's, or None where this process cannot have one
+        (then the subreaper sweep alone contains the child). SEAMS_NO_CGROUP=1 turns it off."""
+        if os.environ.get("SEAMS_NO_CGROUP") or not sys.platform.startswith("linux"):
+            return None
+        base = _cgroup2_dir_of_self()
+        if base is None or not os.access(base / "cgroup.procs", os.W_OK):
+            return None
+        _remove_stale_cgroups(base)
+        path = base / f"{_CGROUP_PREFIX}{token}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        if not (os.access(path / "cgroup.procs", os.W_OK)):  # made, but not ours to move processes into
+            _rmdir_tree(path)
+            return None
+        return cls(path)
+
+    def env(self) -> dict[str, str]:
+        """The variable the launcher (`wrap`) reads to start the child in this cgroup."""
+        return {CGROUP_ENV: str(self.path)}
+
+    def members(self) -> list[int]:
+        """Every process in the cgroup and in any cgroup a test made below it."""
+        pids: list[int] = []
+        for folder, _dirs, files in os.walk(self.path):
+            if "cgroup.procs" in files:
+                try:
+                    with open(os.path.join(folder, "cgroup.procs")) as fh:
+                        pids += [int(x) for x in fh.read().split()]
+                except (OSError, ValueError):
+                    continue
+        return [p for p in pids if p != os.getpid()]
+
+    def kill(self, rounds: int = 5) -> list[str]:
+        """SIGKILL everything in the cgroup (cgroup.kill on Linux 5.14+, else freeze, kill each, thaw);
+        the command lines of what was there. A process cannot fork its way out: cgroup.kill takes the
+        whole cgroup at once, a frozen one cannot fork."""
+        left: dict[int, str] = {}
+        for _ in range(rounds):
+            pids = self.members()
+            if not pids:
+                break
+            for pid in pids:
+                left.setdefault(pid, _command(pid))
+            if not self._write("cgroup.kill", "1"):
+                frozen = self._write("cgroup.freeze", "1")
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                if frozen:
+                    self._write("cgroup.freeze", "0")
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and self.members():
+                _reap(set(left))
+                time.sleep(0.02)
+        _reap(set(left))
+        return list(left.values())
+
+    def remove(self) -> None:
+        """Remove the (empty) cgroup folder, and any a test made below it."""
+        _rmdir_tree(self.path)
+
+    def _write(self, name: str, value: str) -> bool:
+        try:
+            with open(self.path / name, "w") as fh:
+                fh.write(value)
+            return True
+        except OSError:
+            return False
+
+
+def join_cgroup_from_env() -> None:
+    """A harness process started with SEAMS_CGROUP (news's bisection: `python -m harness bisect`) moves
+    itself into that cgroup first thing, before it starts anything, so every process it starts is inside:
+    the same as the launcher does for a program that is not the harness, without changing its argv."""
+    path = os.environ.pop(CGROUP_ENV, "")
+    if not path:
+        return
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+    except OSError:
+        pass  # the subreaper sweep of the parent still finds what this process leaves
+
+
+def _rmdir_tree(path: Path) -> None:
+    for folder, _dirs, _files in sorted(os.walk(path), key=lambda w: -len(w[0])):  # the deepest first
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
+def _remove_stale_cgroups(base: Path) -> None:
+    """Remove the empty cgroups that harnesses killed with SIGKILL left (a populated one, a live run's,
+    cannot be removed: rmdir says EBUSY)."""
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(_CGROUP_PREFIX) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            with open(os.path.join(entry.path, "cgroup.events")) as fh:
+                if "populated 0" not in fh.read():
+                    continue
+        except OSError:
+            continue
+        _rmdir_tree(Path(entry.path))
+
+
+def sweep(token: str, rounds: int = 5, adopted_besides: set[int] | None = None,
+          cgroup: Cgroup | None = None) -> list[str]:
     """Kill every process still carrying `token` (what the tests left running); their command lines.
 
     With `adopted_besides` (the descendants this process had before the tests started), every other
@@ -211,10 +387,13 @@ def sweep(token: str, rounds: int = 5, adopted_besides: set[int] | None = None) 
     group (setsid, a double fork) is still ours, because this process is a child subreaper. Processes
     this harness tracks (the Popen children it runs itself) are never among them.
     Several rounds, because a process may fork between the scan and the kill; each found process's
-    own group goes too when it leads one (a daemon's children).
+    own group goes too when it leads one (a daemon's children). With `cgroup` (Cgroup.create: the child
+    was started in it), everything in the cgroup is killed first; the scan above is then the second net.
     """
     left: dict[int, str] = {}
     seen: set[int] = set()
+    if cgroup is not None:  # first, and whole: what the child's processes did cannot take them out of it
+        left.update((-i - 1, cmd) for i, cmd in enumerate(cgroup.kill()))
     for _ in range(rounds):
         pids = owned_by(token)
         if adopted_besides is not None:

@@ -133,25 +133,6 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def switch_in_dir(new: Path, dest: Path) -> None:
-    """Put the folder `new` at `dest` as a whole, in one step where the system can (a reader sees the old
-    folder or the new one, never a mix), and remove the old one with everything in it: files an earlier
-    run left that this one did not write are gone. A symlink or special file at dest is refused, never
-    followed; rmtree unlinks symlinks inside the old folder without following them."""
-    refuse_special_dir(dest)
-    faults.point("rename", dest)
-    if not os.path.lexists(dest):
-        os.rename(new, dest)
-        return
-    if _exchange(new, dest):  # `new` now names the old folder
-        shutil.rmtree(new, ignore_errors=True)
-        return
-    aside = dest.with_name(f".{dest.name}.{os.getpid()}.old.tmp")
-    os.rename(dest, aside)
-    os.rename(new, dest)
-    shutil.rmtree(aside, ignore_errors=True)
-
-
 def refuse_special_dir(path: Path) -> None:
     """UserError unless `path` is absent or a real folder (not a symlink to one, not a file or device)."""
     try:
@@ -165,10 +146,184 @@ def refuse_special_dir(path: Path) -> None:
 
 
 def staging_dir(parent: Path, name: str) -> Path:
-    """A fresh folder beside the outputs (same file system: its contents rename into place), named *.tmp
-    so a leftover is recognisable."""
+    """A fresh folder beside the outputs (same file system: its contents rename into place), named
+    `.NAME.PID.*.tmp` so a leftover is recognisable, and removable once its process is gone (sweep_stale)."""
     faults.point("mkdir", parent)
-    return Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.", suffix=".tmp"))
+    return Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}.{os.getpid()}.", suffix=".tmp"))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: someone else's live process
+        return True
+    return True
+
+
+def sweep_stale(parent: Path, name: str) -> None:
+    """Remove `.NAME.PID.*.tmp` leftovers (a staging folder, an old set moved aside, a link being made)
+    of processes that are gone: a report killed while rendering leaves one. A live process's are kept
+    (two reports into one folder at once). Symlinks inside are unlinked, never followed."""
+    prefix = f".{name}."
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+            continue
+        pid = entry.name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+# --- A set of outputs switched in as a whole -------------------------------------------------------
+#
+# A report set (report.json, report.html, report.md, junit.xml, repro/) lives in one real folder,
+# OUT/report-set/; the names readers use (OUT/report.json, OUT/repro/...) are relative symlinks into it,
+# made once and never changed again. A new set is rendered into a staging folder beside it and swapped
+# with the current one by one renameat2(RENAME_EXCHANGE): every name a reader opens resolves into the
+# old set or the new one, never a mix, whenever the writer is killed. Where the kernel or file system
+# cannot exchange, the old set is renamed aside and the new one renamed in: a kill between the two leaves
+# no set (the names dangle, the old one is kept aside), still never a mix.
+
+
+def set_link(set_name: str, name: str) -> str:
+    """The target of the symlink OUT/name: the entry in the set folder, relative, so a copied folder works."""
+    return f"{set_name}/{name}"
+
+
+def _is_our_link(path: Path, target: str) -> bool:
+    try:
+        return os.readlink(path) == target
+    except OSError:
+        return False
+
+
+def check_set_place(out_dir: Path, entries: dict[str, bool], set_name: str) -> None:
+    """UserError (one line) unless the set can go to out_dir without following anything: the set folder
+    absent or a real folder; each name absent, our own symlink into the set, or (a set written before
+    sets had a folder) a regular file or real folder of the entry's kind. `entries`: name -> is a folder."""
+    refuse_special_dir(out_dir / set_name)
+    for name, is_dir in entries.items():
+        path = out_dir / name
+        if _is_our_link(path, set_link(set_name, name)):
+            continue
+        (refuse_special_dir if is_dir else refuse_special)(path)
+
+
+def _link_copy(src: Path, dst: Path) -> None:
+    """dst as a copy of src made of hard links (the content is not copied; a file system without them
+    copies). Only regular files and real folders are carried; a symlink or special file is left out."""
+    st = os.lstat(src)
+    if stat.S_ISDIR(st.st_mode):
+        os.mkdir(dst)
+        for entry in os.scandir(src):
+            _link_copy(Path(entry.path), dst / entry.name)
+    elif stat.S_ISREG(st.st_mode):
+        try:
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _swap_in(new: Path, dest: Path) -> Path | None:
+    """Put `new` (a folder, or a symlink) at `dest` in one step where the system can; the path that now
+    holds what was at dest (to remove), or None if nothing was there."""
+    faults.point("rename", dest)
+    if not os.path.lexists(dest):
+        os.rename(new, dest)
+        return None
+    if _exchange(new, dest):
+        return new
+    if not os.path.isdir(dest) or os.path.islink(dest):  # a file or a symlink: rename replaces it in one step
+        os.replace(new, dest)
+        return None
+    aside = dest.with_name(f".{dest.name}.{os.getpid()}.old.tmp")
+    os.rename(dest, aside)
+    os.rename(new, dest)
+    return aside
+
+
+def _remove(path: Path | None) -> None:
+    if path is None:
+        return
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _ensure_link(out_dir: Path, name: str, set_name: str) -> None:
+    """OUT/name as our symlink into the set, made beside and renamed into place (one step)."""
+    path, target = out_dir / name, set_link(set_name, name)
+    if _is_our_link(path, target):
+        return
+    tmp = out_dir / f".{set_name}.{os.getpid()}.{name}.link.tmp"
+    _remove(tmp)
+    faults.point("open", tmp)
+    os.symlink(target, tmp)
+    try:
+        _remove(_swap_in(tmp, path))
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _adopt_legacy(out_dir: Path, entries: dict[str, bool], set_name: str) -> None:
+    """A set written before sets had their folder (regular files at OUT/report.json ...) becomes the
+    current set folder first, by hard links, and each name then our symlink to the same content: readers
+    see no change at any step, and the new set is switched in over it like any other."""
+    legacy = [n for n in entries if os.path.lexists(out_dir / n) and not _is_our_link(out_dir / n, set_link(set_name, n))]
+    if not legacy:
+        return
+    cur = out_dir / set_name
+    view = staging_dir(out_dir, set_name)
+    try:
+        for name in entries:  # what a reader sees now, entry by entry
+            src = out_dir / name if name in legacy else cur / name
+            if os.path.lexists(src):
+                _link_copy(src, view / name)
+        _remove(_swap_in(view, cur))
+    except BaseException:
+        _remove(view)
+        raise
+    for name in legacy:
+        _ensure_link(out_dir, name, set_name)
+
+
+def publish_set(stage: Path, out_dir: Path, entries: dict[str, bool], set_name: str) -> None:
+    """Switch the rendered set `stage` in at out_dir/set_name as a whole, and remove the old set with
+    everything in it (files of an earlier set the new one does not hold are gone). The names readers use
+    are symlinks into the set (made before the switch: on a first set they dangle until it lands). A
+    symlink or special file in the set's place is refused before anything changes, never followed."""
+    check_set_place(out_dir, entries, set_name)
+    cur = out_dir / set_name
+    first = not os.path.lexists(cur)
+    try:
+        _adopt_legacy(out_dir, entries, set_name)
+        for name in entries:
+            _ensure_link(out_dir, name, set_name)
+        old = _swap_in(stage, cur)  # THE switch: one rename(2) or renameat2(2) exchange
+    except BaseException:
+        if first and not os.path.lexists(cur):  # no set landed: no dangling name of ours stays either
+            for name in entries:
+                if _is_our_link(out_dir / name, set_link(set_name, name)):
+                    _remove(out_dir / name)
+        raise
+    _remove(old)
 
 
 def folder_from_env(var: str, default: Path) -> Path:

@@ -400,3 +400,295 @@ def test_a_coding_cookie_in_the_case_id_and_code_in_the_install_line_do_not_run(
         s.check(before)
     finally:
         s.close()
+
+
+# --- Matrices, known issues, API ranges and the command line: input kinds of their own -----------------------
+#
+# A matrix reaches generated text through the cells `harness run` makes of it (CellStart: name, pins, extras,
+# env, install line, index, runs_on, source); a known-issues file and an API-ranges file through the report's
+# expectations and api-drift messages; a command-line value through whatever that command writes or runs.
+# Each field (from the loaders' own key sets) and each value-taking option (from the commands' own parsers)
+# is drawn hostile; the command runs in-process with the machine sealed (no network, no uv: nothing is
+# built), cells on a device this machine lacks (tpu: recorded and skipped, never run), the harness's caches
+# inside the output folder; then what was generated is run as above.
+
+import errno as _errno  # noqa: E402
+import socket as _socket  # noqa: E402
+
+import yaml  # noqa: E402
+
+from harness.cells import matrix as _matrix  # noqa: E402
+from harness.judge import apis as _apis  # noqa: E402
+from harness.judge import expectations as _expectations  # noqa: E402
+
+_SHAPES = {"pins": "map", "env": "map", "when": "map", "extras": "list", "find_links": "list", "devices": "list",
+           "tests": "list", "exclude": "list"}
+
+
+def _kind_fields(prefix: tuple, keys: set[str]) -> Iterator[tuple]:
+    for key in sorted(keys):
+        shape = _SHAPES.get(key)
+        if shape == "map":
+            yield prefix + (key, KEY)
+            yield prefix + (key, VALUE)
+        elif shape == "list":
+            yield prefix + (key, ITEM)
+        else:
+            yield prefix + (key,)
+
+
+MATRIX_FIELDS = [*_kind_fields((), _matrix._TOP_KEYS - {"defaults", "stacks", "include"}), ("stacks", KEY),
+                 *_kind_fields(("stacks", VALUE), _matrix._STACK_KEYS), *_kind_fields(("defaults",), _matrix._DEFAULT_KEYS),
+                 *_kind_fields(("include", ITEM), _matrix._INCLUDE_KEYS)]
+ISSUE_FIELDS = [("known-issues",) + f for f in _kind_fields(("issues", ITEM), _expectations._KEYS)]
+API_FIELDS = [("api-ranges",) + f for f in _kind_fields(("apis", ITEM), _apis._KEYS)]
+
+BASE_MATRIX = {"schema": 1, "description": "hostile", "defaults": {"device": "tpu", "timeout_s": 60, "env": {"JAX_PLATFORMS": "cpu"}},
+               "stacks": {"s1": {"pins": {"jax": "0.6.0"}}}, "devices": ["tpu"], "exclude": [],
+               "include": [{"name": "h-tpu", "device": "tpu", "pins": {"jax": "0.6.0", "jaxlib": "0.6.0"},
+                            "extras": ["optax==0.2.4"], "env": {"XLA_FLAGS": "--x"}, "timeout_s": 60,
+                            "index_url": "https://pypi.org/simple", "find_links": ["https://example.org/wheels"],
+                            "runs_on": "self-hosted"}]}
+BASE_ISSUES = yaml.safe_load(KNOWN)
+BASE_ISSUES["issues"][0]["devices"] = ["cpu"]
+BASE_APIS = {"apis": [{"api": "jax.lax.pvary", "package": "jax", "shipped": ">=0.6.0", "evidence": "tags",
+                       "link": "https://github.com/jax-ml/jax/blob/main/CHANGELOG.md", "note": "n"}]}
+
+
+def _yaml_bytes(doc: Any) -> bytes:
+    return yaml.safe_dump(doc, allow_unicode=True).encode("utf-8", "surrogatepass")
+
+
+@contextlib.contextmanager
+def _sealed(monkeypatch: pytest.MonkeyPatch, s: Scratch, bisect_stand_in: bool = False) -> Iterator[None]:
+    """No network, no uv, no device, the harness's caches in the output folder, bisections by stand-in."""
+    import harness.cells.envs as envs
+    import harness.lifeline as lifeline
+    import harness.nightly.filing as filing
+    from harness.cells.envs import EnvError
+
+    def no_network(*_a: Any, **_k: Any) -> None:
+        raise OSError(_errno.ENETUNREACH, "the network is sealed in this test")
+
+    def no_uv() -> str:
+        raise EnvError("uv is sealed in this test")
+
+    with monkeypatch.context() as m:
+        m.setattr(_socket.socket, "connect", no_network)
+        m.setattr(_socket, "create_connection", no_network)
+        m.setattr(envs, "uv_executable", no_uv)
+        if bisect_stand_in:  # news's bisections (the subprocess module's Popen: only while news runs)
+            m.setattr(filing.subprocess, "Popen", _Bisect)
+            m.setattr(lifeline, "sweep", lambda token, **kw: [])
+        for var in ("TPU_ACCELERATOR_TYPE", "SEAMS_ASSUME_DEVICE", "SEAMS_WITH", "SEAMS_RUN_ID"):
+            m.delenv(var, raising=False)
+        m.setenv("GIT_ALLOW_PROTOCOL", "file")
+        m.setenv("GIT_TERMINAL_PROMPT", "0")
+        for var, sub in (("SEAMS_ENVS_DIR", "envs"), ("SEAMS_REPOS_DIR", "repos"), ("SEAMS_BISECT_CACHE", "cache")):
+            m.setenv(var, str(s.out / ".caches" / sub))
+        yield
+
+
+def _refused_or_done(argv: list[str]) -> tuple[int, str]:
+    """_no_internal_error, where a value argparse refuses (exit 2, one line) is a refusal too."""
+    try:
+        return _no_internal_error(argv)
+    except SystemExit as exc:
+        assert exc.code in (0, 2), f"exit {exc.code}"
+        return int(exc.code or 0), ""
+
+
+def _run_generated(s: Scratch, printed: str = "") -> None:
+    """Run what a command generated: every script with python, every Markdown file's sh/python blocks."""
+    s.run_markdown(printed)
+    for script in sorted(s.out.rglob("repro/*.py")):
+        s.check_script(script.read_text(encoding="utf-8", errors="surrogateescape"))
+        s.run_python(script)
+    for md in sorted(p for p in s.out.rglob("*.md") if ".caches" not in p.parts):
+        s.run_markdown(md.read_text(encoding="utf-8", errors="surrogateescape"))
+
+
+def _graft(s: Scratch, start: dict) -> Path:
+    """The baseline failing cell with `start` (a CellStart `harness run` wrote) as its record: a report of it
+    exports a script and a Run block built from the matrix's values."""
+    recs = baseline_records()
+    recs[0] = start
+    recs[1]["cell"] = start.get("cell", CELL)
+    path = s.out / "grafted" / "cell.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8", errors="surrogatepass")
+    return path
+
+
+@pytest.mark.parametrize("field", MATRIX_FIELDS, ids=lambda f: "/".join(map(str, f)))
+@EXAMPLES
+@given(value=hostile)
+def test_a_hostile_matrix_field_never_runs(field, value, monkeypatch):
+    s = Scratch()
+    try:
+        doc = copy.deepcopy(BASE_MATRIX)
+        put(doc, field, value)
+        matrix, known = s.root / "m.yaml", s.root / "known.yaml"
+        matrix.write_bytes(_yaml_bytes(doc))
+        known.write_text(KNOWN)
+        before = s.listing()
+        with _sealed(monkeypatch, s):
+            rc, _ = _refused_or_done(["run", "--matrix", str(matrix), "--out", str(s.out), "-j", "1",
+                                      "--expectations", str(known), "--", "suites/shard_map"])
+            _refused_or_done(["matrix", "--matrix", str(matrix), "--format", "github"])
+            for results in sorted((s.out / "results").glob("*.jsonl")):
+                start = json.loads(results.read_text(encoding="utf-8", errors="surrogatepass").splitlines()[0])
+                _refused_or_done(["report", str(_graft(s, start)), "--out", str(s.out / "grafted" / "report"),
+                                  "--expectations", str(known)])
+        if rc != 2:  # the matrix was taken: its values reached an exported script and a Run block
+            assert list((s.out / "grafted" / "report" / "repro").glob("*.py")), "no script exported"
+        _run_generated(s)
+        s.check(before)
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("field", ISSUE_FIELDS + API_FIELDS, ids=lambda f: "/".join(map(str, f)))
+@EXAMPLES
+@given(value=hostile)
+def test_a_hostile_known_issue_or_api_range_field_never_runs(field, value, monkeypatch):
+    s = Scratch()
+    try:
+        issues, apis = copy.deepcopy(BASE_ISSUES), copy.deepcopy(BASE_APIS)
+        put(issues if field[0] == "known-issues" else apis, field[1:], value)
+        known, ranges = s.root / "known.yaml", s.root / "apis"
+        ranges.mkdir()
+        known.write_bytes(_yaml_bytes(issues))
+        (ranges / "jax.yaml").write_bytes(_yaml_bytes(apis))
+        results = s.root / f"{CELL}.jsonl"
+        results.write_text("".join(json.dumps(r) + "\n" for r in baseline_records()))
+        before = s.listing()
+        with _sealed(monkeypatch, s):
+            monkeypatch.setenv("SEAMS_APIS", str(ranges))
+            _refused_or_done(["report", str(results), "--out", str(s.out), "--expectations", str(known)])
+            _refused_or_done(["validate", str(known)])
+        _run_generated(s)
+        s.check(before)
+    finally:
+        s.close()
+
+
+# Every value-taking option and positional of the commands that generate text or argv, from their parsers.
+CLI_COMMANDS = ("report", "bisect", "news", "reduce", "run")
+# Values that are code by design, never generated from data: bisect --script runs the program it names.
+CLI_CODE = {("bisect", "--script")}
+
+
+def _subparsers() -> dict[str, Any]:
+    import argparse
+
+    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def cli_slots() -> list[tuple[str, str]]:
+    slots = []
+    for command in CLI_COMMANDS:
+        for action in _subparsers()[command]._actions:
+            if action.nargs == 0 or action.dest == "help":
+                continue
+            name = action.option_strings[-1] if action.option_strings else action.dest
+            if (command, name) not in CLI_CODE:
+                slots.append((command, name))
+    return slots
+
+
+CLI_SLOTS = cli_slots()
+
+
+def _as_path(s: Scratch, value: str, content: bytes | None) -> str:
+    """A path-valued option's hostile value as a file name in the scratch inputs (holding `content`), or
+    raw where it cannot name a file there."""
+    if content is None or not value or "\x00" in value or "/" in value or value in (".", "..") or len(value.encode("utf-8", "surrogatepass")) > 200:
+        return value
+    folder = s.root / "in"
+    folder.mkdir(exist_ok=True)
+    try:
+        path = folder / value
+        path.write_bytes(content)
+    except (OSError, UnicodeEncodeError):
+        return value
+    return str(path)
+
+
+def _cli_argv(s: Scratch, command: str, slot: str, value: str) -> list[str]:
+    old, new = base_reports()
+    files = {"results": "".join(json.dumps(r) + "\n" for r in baseline_records()).encode(), "known": KNOWN.encode(),
+             "old": json.dumps(old).encode(), "new": json.dumps(new).encode(), "matrix": _yaml_bytes(BASE_MATRIX),
+             "script": b"import sys\nsys.exit(1)\n"}
+    inputs = s.root / "base"
+    inputs.mkdir(exist_ok=True)
+    for name, content in files.items():
+        (inputs / name).write_bytes(content)
+    f = {name: str(inputs / name) for name in files}
+    out = str(s.out)
+    base = {
+        "report": {"results": [f["results"]], "--out": [out], "--expectations": [f["known"]], "--baseline": [f["old"]]},
+        "bisect": {"--from-report": [f["new"]], "--cell": [CELL], "--case": [SHARD], "--out": [f"{out}/b"],
+                   "--markdown": [f"{out}/b.md"], "--good": ["0.5.3"]},
+        "news": {"old": [f["old"]], "new": [f["new"]], "--max": ["1"], "--out": [out], "--repo": ["o/r"]},
+        "reduce": {"scripts": [f["script"]], "--cell": [CELL], "--budget": ["5"]},
+        "run": {"--matrix": [f["matrix"]], "--out": [out], "--expectations": [f["known"]], "--jobs": ["1"]},
+    }[command]
+    contents = {"results": files["results"], "scripts": files["script"], "old": files["old"], "new": files["new"],
+                "--baseline": files["old"], "--from-report": files["new"], "--expectations": files["known"],
+                "--matrix": files["matrix"]}
+    if slot in ("--out", "--markdown", "--report-dir"):  # where the user asks the output to go: inside out
+        value = f"{out}/{value}" if value and "\x00" not in value else value
+    else:
+        value = _as_path(s, value, contents.get(slot))
+    base[slot] = [value]
+    if slot == "test_id":  # --case would win over it
+        del base["--case"]
+    argv = [command]
+    positional = [v for k in base if not k.startswith("-") and k != "pytest_args" and k != "test_id" for v in base[k]]
+    for key, values in base.items():
+        if key.startswith("-"):
+            for v in values:
+                argv.append(f"{key}={v}" if v.startswith("-") else key)
+                if not v.startswith("-"):
+                    argv.append(v)
+    if command == "news":
+        argv.append("--dry-run")
+    argv += positional
+    if "test_id" in base:
+        argv.append(base["test_id"][0])
+    if "pytest_args" in base:
+        argv += ["--", base["pytest_args"][0]]
+    return argv
+
+
+@pytest.mark.parametrize("slot", CLI_SLOTS, ids=lambda s: f"{s[0]} {s[1]}")
+@EXAMPLES
+@given(value=hostile)
+def test_a_hostile_command_line_value_never_runs(slot, value, monkeypatch):
+    """Each option value of report, bisect, news --dry-run, reduce and run (and their positionals) hostile in
+    turn: the command ends 0, 1 or 2 (one line), nothing it generated runs anything, nothing lands outside
+    the scratch folder."""
+    s = Scratch()
+    try:
+        argv = _cli_argv(s, *slot, value.replace("\x00", ""))  # argv cannot hold NUL
+        before = s.listing()
+        with _sealed(monkeypatch, s, bisect_stand_in=slot[0] == "news"):
+            _rc, printed = _refused_or_done(argv)
+        # news and bisect print Markdown (CI tees it into a page); the others print terminal lines
+        _run_generated(s, printed if slot[0] in ("news", "bisect") else "")
+        s.check(before)
+    finally:
+        s.close()
+
+
+def test_every_input_kind_and_option_is_drawn():
+    """The fields and options come from the loaders and parsers: one added there is drawn here."""
+    assert ("include", ITEM, "env", KEY) in MATRIX_FIELDS and ("stacks", VALUE, "pins", VALUE) in MATRIX_FIELDS
+    assert ("known-issues", "issues", ITEM, "link") in ISSUE_FIELDS and ("api-ranges", "apis", ITEM, "evidence") in API_FIELDS
+    for slot in [("report", "--baseline"), ("bisect", "test_id"), ("bisect", "--with"), ("news", "--commits"),
+                 ("reduce", "--passes-in"), ("run", "--with"), ("run", "pytest_args"), ("run", "--cell")]:
+        assert slot in CLI_SLOTS, slot
+    print(f"{len(MATRIX_FIELDS)} matrix fields, {len(ISSUE_FIELDS) + len(API_FIELDS)} known-issue/API-range fields, "
+          f"{len(CLI_SLOTS)} command-line values")

@@ -157,3 +157,106 @@ def test_a_normal_run_leaves_nothing_behind_either(tmp_path):
     assert proc.returncode == 0, proc.stderr
     child, leaked = map(int, pids.read_text().split())
     assert not _gone_within([child, leaked], 2.0), "the process a test leaked ends with its pytest"
+
+
+# --- Containment by cgroup where one is delegated, by the subreaper elsewhere (issue 31) ---------------------
+
+from harness import lifeline  # noqa: E402
+
+
+def _cgroup_here() -> str | None:
+    """Why a cgroup cannot contain a cell on this machine, or None when it can."""
+    probe = lifeline.Cgroup.create("probe-" + str(os.getpid()))
+    if probe is None:
+        base = lifeline._cgroup2_dir_of_self()
+        return ("no cgroup v2 hierarchy is mounted for this process" if base is None
+                else f"{base} is not writable by this process (not delegated)")
+    probe.remove()
+    return None
+
+
+def _host_cell_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object, list[int]]:
+    from harness.run.cellrun import run_cell
+    from tests.host_cell import CELL as HOST, host_env
+
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("SEAMS_DRILL_PIDS", str(pids))
+    run = run_cell(HOST, tmp_path / "results" / "host-cpu.jsonl", ["tests/drills/test_daemons.py"],
+                   env_provider=host_env)
+    return run, [int(p) for p in pids.read_text().split()]
+
+
+def test_where_a_cgroup_is_delegated_it_alone_kills_what_a_test_left(tmp_path, monkeypatch):
+    """The subreaper's scan turned off (no marked process, no adopted descendant found): the setsid child,
+    the double-forked daemon and the one started with an empty environment still end with the cell,
+    because they never left its cgroup; they are named in its reason; no cgroup of ours is left."""
+    why = _cgroup_here()
+    if why:
+        pytest.skip(f"cgroup containment is not available here: {why}")
+    monkeypatch.setattr(lifeline, "owned_by", lambda token: [])
+    monkeypatch.setattr(lifeline, "descendants", lambda root=None: set())
+    run, left = _host_cell_left(tmp_path, monkeypatch)
+    assert len(left) == 3
+    assert not _gone_within(left, 2.0), "a process a test left outlived its cell's cgroup"
+    assert "a test left 3 processes running" in run.reason, run.reason
+    base = lifeline._cgroup2_dir_of_self()
+    assert not [p for p in base.iterdir() if p.name.startswith("seams-")], "the cell's cgroup is removed"
+
+
+def test_without_a_cgroup_the_subreaper_kills_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAMS_NO_CGROUP", "1")
+    run, left = _host_cell_left(tmp_path, monkeypatch)
+    assert len(left) == 3 and not _gone_within(left, 2.0)
+    assert "a test left 3 processes running" in run.reason, run.reason
+
+
+def test_a_sigkilled_harness_takes_the_cells_whole_cgroup_along(tmp_path):
+    """SIGKILL leaves the harness no time to sweep: the pipe guard kills the cell's cgroup, so even a
+    daemon that left pytest's group with an empty environment ends (without a cgroup it would be init's)."""
+    why = _cgroup_here()
+    if why:
+        pytest.skip(f"cgroup containment is not available here: {why}")
+    pids = tmp_path / "pids"
+    code = ("from tests.host_cell import CELL, host_env; from harness.run.cellrun import run_cell; "
+            f"run_cell(CELL, {str(tmp_path / 'results' / 'host-cpu.jsonl')!r}, "
+            "['tests/drills/test_escapes_and_waits.py'], env_provider=host_env)")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "SEAMS_DRILL_PIDS": str(pids)},
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (pids.exists() and pids.read_text().endswith("\n")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the drill never started"
+        time.sleep(0.05)
+    daemon = int(pids.read_text())
+    assert _alive(daemon)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = _gone_within([daemon], 2.0)
+    try:
+        assert not left, "the escaped daemon outlived the SIGKILLed harness"
+    finally:
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+
+
+def test_a_harness_process_started_with_a_cgroup_joins_it_before_it_starts_anything(tmp_path):
+    """news's bisection (`python -m harness bisect`) is started with SEAMS_CGROUP, not through the launcher (its
+    argv stays the harness's): its main joins first, so its probes and what they start are inside."""
+    why = _cgroup_here()
+    if why:
+        pytest.skip(f"cgroup containment is not available here: {why}")
+    cg = lifeline.Cgroup.create(f"join-{os.getpid()}")
+    code = ("from harness import lifeline; lifeline.join_cgroup_from_env(); import os, subprocess, sys, time; "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True, env={}); "
+            "print(os.getpid(), p.pid, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env={**os.environ, **cg.env()},
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert sorted(cg.members()) == sorted(pids)
+        killed = cg.kill()
+        assert len(killed) == 2 and not _gone_within(pids, 2.0)
+    finally:
+        proc.kill()
+        proc.wait()
+        cg.remove()
+    assert not cg.path.exists()

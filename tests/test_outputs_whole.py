@@ -1,41 +1,96 @@
-"""A report set is replaced as a whole (issue 31): rendered into a fresh folder, then switched in; repros of
-an earlier report are gone; a failure while rendering leaves the previous set untouched; a symlink or a
-special file where the set goes is refused in one line and never followed."""
+"""A report set is replaced as a whole (issue 31): rendered into a fresh folder, then switched in by one
+step; repros of an earlier report are gone; a failure while rendering leaves the previous set untouched; a
+kill at any step leaves the old set or the new one, never a mix; a symlink or a special file where the set
+goes is refused in one line and never followed."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness import faults
+from harness import faults, safeio
 from harness.cli import main
+from harness.report.command import SET_DIR, SET_ENTRIES
 from tests.results_fixtures import PVARY, SHARD, case, cell_file, known_issues
 
 SET = ("report.json", "report.html", "report.md", "junit.xml")
 
 
-def _report(tmp_path: Path, name: str, raw: str, out: Path) -> int:
-    """`harness report` of one cell whose two cases all end `raw` (fail: two repros)."""
+def _inputs(tmp_path: Path, name: str, raw: str) -> list[str]:
+    """`harness report` arguments (less --out) of one cell whose two cases all end `raw` (fail: two repros)."""
     inputs = tmp_path / name
-    inputs.mkdir()
+    inputs.mkdir(exist_ok=True)
     results = cell_file(inputs, "jax060-cpu", "0.6.0", [case(SHARD, raw, "boom"), case(PVARY, raw, "boom")])
-    return main(["report", str(results), "--out", str(out), "--expectations", str(known_issues(inputs, ""))])
+    return ["report", str(results), "--expectations", str(known_issues(inputs, ""))]
+
+
+def _report(tmp_path: Path, name: str, raw: str, out: Path) -> int:
+    return main([*_inputs(tmp_path, name, raw), "--out", str(out)])
 
 
 def _snapshot(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    """Every file under out as stored (symlinks as their targets, never followed)."""
+    snap = {}
+    for p in sorted(out.rglob("*")):
+        rel = str(p.relative_to(out))
+        if p.is_symlink():
+            snap[rel] = b"-> " + os.fsencode(os.readlink(p))
+        elif p.is_file():
+            snap[rel] = p.read_bytes()
+    return snap
+
+
+def _visible(out: Path) -> dict[str, bytes]:
+    """What a reader sees through the names it uses (out/report.json, out/repro/...), symlinks followed."""
+    seen = {}
+    for name in SET_ENTRIES:
+        path = out / name
+        if path.is_dir():
+            seen.update({f"{name}/{p.relative_to(path)}": p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()})
+        elif path.is_file():
+            seen[name] = path.read_bytes()
+    return seen
+
+
+_STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00")
+
+
+def _norm(seen: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: _STAMP.sub(b"T", v) for k, v in seen.items()}
 
 
 def test_repros_of_an_earlier_report_are_gone_and_nothing_is_left_staged(tmp_path):
     out = tmp_path / "out"
     assert _report(tmp_path, "a", "fail", out) == 1
     assert len(list((out / "repro").glob("*.md"))) == 2
-    (out / "repro" / "mine.txt").write_text("an earlier run's file")
+    (out / SET_DIR / "repro" / "mine.txt").write_text("an earlier run's file")
     assert _report(tmp_path, "b", "pass", out) == 0
     assert list((out / "repro").iterdir()) == []  # the old set went as a whole
-    assert sorted(p.name for p in out.iterdir()) == sorted([*SET, "repro"])  # no staging folder left
+    assert sorted(p.name for p in out.iterdir()) == sorted([*SET, "repro", SET_DIR])  # no staging folder left
+    for name in SET_ENTRIES:  # the names readers use are relative links into the set: a copied folder works
+        assert os.readlink(out / name) == f"{SET_DIR}/{name}"
+
+
+def test_a_set_written_before_sets_had_a_folder_is_adopted_and_replaced_whole(tmp_path):
+    """The layout of earlier versions (regular files at out/report.json, a real out/repro/): replaced by the
+    new set whole, its repros gone, nothing of it left beside."""
+    out = tmp_path / "out"
+    assert _report(tmp_path, "a", "fail", out) == 1
+    legacy = tmp_path / "legacy"
+    shutil.copytree(out / SET_DIR, legacy)  # what an earlier version left: the set's files at the top
+    shutil.rmtree(out)
+    shutil.copytree(legacy, out)
+    (out / "repro" / "mine.txt").write_text("an earlier run's file")
+    assert _report(tmp_path, "b", "pass", out) == 0
+    assert list((out / "repro").iterdir()) == []
+    assert sorted(p.name for p in out.iterdir()) == sorted([*SET, "repro", SET_DIR])
+    assert all((out / n).is_symlink() for n in SET_ENTRIES)
 
 
 @pytest.mark.parametrize("op", ["write", "rename", "fsync", "mkdir"])
@@ -53,7 +108,101 @@ def test_a_failure_while_rendering_leaves_the_previous_set_as_it_was(tmp_path, o
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
-@pytest.mark.parametrize("what", ["symlink-dir", "symlink-file", "file", "fifo"])
+def _killed_at(n: int, argv: list[str], exchange: bool) -> int | None:
+    """Run `harness report argv` in a forked child that SIGKILLs itself just before its n-th call that can
+    change a file system (an audit event: open for writing, rename, unlink, mkdir, symlink, link, rmtree,
+    a ctypes call such as renameat2); None if it got that far, else the exit status it finished with."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            mutating = {"os.rename", "os.remove", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod",
+                        "os.truncate", "shutil.rmtree", "ctypes.call_function", "tempfile.mkstemp",
+                        "tempfile.mkdtemp"}
+            writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC
+            seen = [0]
+
+            def hook(event: str, args: tuple) -> None:
+                if event == "open":
+                    mode, flags = args[1], args[2]
+                    if not ((isinstance(mode, str) and set(mode) & set("wax+")) or (isinstance(flags, int) and flags & writes)):
+                        return
+                elif event not in mutating:
+                    return
+                seen[0] += 1
+                if seen[0] == n:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            os.fsync = lambda fd: None  # durability is not what is tested here; fsyncs cost most of the time
+            if not exchange:
+                safeio._exchange = lambda a, b: False  # a kernel or file system without RENAME_EXCHANGE
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            sys.addaudithook(hook)
+            rc = main(argv)
+        except BaseException:  # noqa: BLE001 - a forked child must never unwind into pytest
+            rc = 99
+        os._exit(rc)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return None
+    return os.WEXITSTATUS(status)
+
+
+@pytest.mark.parametrize("start,exchange", [("set", True), ("set", False), ("legacy", True), ("none", True)])
+def test_a_kill_at_any_step_of_report_leaves_the_old_set_or_the_new_one_never_a_mix(tmp_path, start, exchange):
+    """Kill `harness report` before each of its calls that can change a file system, in turn (every one
+    until it finishes): what a reader sees through out/report.json, out/repro/... is exactly the previous
+    set or exactly the new one (with no RENAME_EXCHANGE, also possibly no set at all, the old kept aside),
+    and the next report leaves the new set and no leftover of the killed one."""
+    template = tmp_path / "template"
+    if start != "none":
+        assert _report(tmp_path, "a", "fail", template) == 1
+    if start == "legacy":  # an earlier version's layout: the set's files at the top
+        shutil.copytree(template / SET_DIR, tmp_path / "legacy")
+        shutil.rmtree(template)
+        shutil.copytree(tmp_path / "legacy", template)
+    if start == "none":
+        template.mkdir()
+    old = _visible(template)
+    argv = _inputs(tmp_path, "b", "pass")
+
+    reference = tmp_path / "reference"
+    shutil.copytree(template, reference, symlinks=True)
+    assert _killed_at(10**9, [*argv, "--out", str(reference)], exchange) == 0
+    new = _norm(_visible(reference))
+    assert new and new != _norm(old) and not any(k.startswith("repro/") for k in new)
+
+    allowed = {"old": _norm(old), "new": new, **({} if exchange else {"none": {}})}
+    states = []
+    for n in range(1, 400):
+        out = tmp_path / f"k{n}"
+        shutil.copytree(template, out, symlinks=True)
+        rc = _killed_at(n, [*argv, "--out", str(out)], exchange)
+        if rc is not None:  # it finished before its n-th call: every step has been killed once
+            assert rc == 0 and _norm(_visible(out)) == new
+            break
+        seen = _norm(_visible(out))
+        state = next((k for k, v in allowed.items() if v == seen), None)
+        assert state is not None, f"killed at step {n}: a mix of sets: {sorted(seen)}"
+        if n % 3 == 0 or not states or state != states[-1]:  # the next report recovers (a third of the steps:
+            # CI time; every step where the state changed)
+            assert _killed_at(10**9, [*argv, "--out", str(out)], exchange) == 0, f"the report after a kill at step {n}"
+            assert _norm(_visible(out)) == new
+            assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")], f"left over after a kill at step {n}"
+        states.append(state)
+        shutil.rmtree(out)
+    else:
+        pytest.fail("the report never finished")
+    print(f"{start}, exchange={exchange}: killed at {len(states)} steps: {states}")
+    # The kills covered both sides of the switch: the old set until it, the new one after.
+    assert states[0] in ("old", "none") and states[-1] == "new", states
+    assert states.count("new") >= 1 and sorted(set(states)) == sorted(set(states) & set(allowed))
+
+
+@pytest.mark.parametrize("what", ["symlink-dir", "symlink-file", "file", "fifo", "symlink-set", "file-set",
+                                  "foreign-link"])
 def test_a_symlink_or_special_file_in_the_set_is_refused_never_followed(tmp_path, what, capsys):
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
     out.mkdir()
@@ -65,11 +214,36 @@ def test_a_symlink_or_special_file_in_the_set_is_refused_never_followed(tmp_path
         (out / "report.md").symlink_to(elsewhere / "keep.md")
     elif what == "file":
         (out / "repro").write_text("a file where repro/ goes")
-    else:
+    elif what == "fifo":
         os.mkfifo(out / "report.html")
+    elif what == "symlink-set":  # the set folder itself a symlink elsewhere: never written through
+        (out / SET_DIR).symlink_to(elsewhere)
+    elif what == "file-set":
+        (out / SET_DIR).write_text("a file where the set goes")
+    else:  # a link that looks like ours but is not: relative, elsewhere
+        (out / "report.json").symlink_to(os.path.relpath(elsewhere / "keep.md", out))
+    before = _snapshot(out)
     assert _report(tmp_path, "a", "fail", out) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:"), err
     assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.md"]
     assert (elsewhere / "keep.md").read_text() == "not the harness's"
+    assert _snapshot(out) == before, "left as it was"
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_leftover_of_a_live_report_is_kept_and_of_a_dead_one_removed(tmp_path):
+    """Two reports into one folder at once each keep their staging folder; a killed one's goes."""
+    out = tmp_path / "out"
+    out.mkdir()
+    live = out / f".{SET_DIR}.{os.getpid()}.abc.tmp"
+    live.mkdir()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)  # a pid that is gone now
+    dead = out / f".{SET_DIR}.{pid}.abc.tmp"
+    dead.mkdir()
+    (dead / "link").symlink_to(tmp_path)  # removed without following
+    assert _report(tmp_path, "a", "fail", out) == 1
+    assert live.is_dir() and not dead.exists() and tmp_path.is_dir()

@@ -97,3 +97,45 @@ def test_a_record_count_out_of_bounds_is_one_line_not_a_huge_allocation(tmp_path
                     f'{{"$report_type": "Collected", "count": {count}}}\n')
     with pytest.raises(UserError, match="a-cpu.jsonl:2: bad Collected record: count"):
         read_results(path)
+
+
+@pytest.mark.parametrize("what", ["logs-symlink", "log-symlink", "log-fifo", "results-symlink"])
+def test_a_cells_log_and_results_folders_are_never_followed(tmp_path, what):
+    """logs/ or results/ a symlink, or the cell's log a symlink or FIFO: refused in one line (before pytest
+    starts), and nothing is written where the link points."""
+    from harness.run.cellrun import run_cell
+    from tests.host_cell import CELL, host_env
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "results").mkdir()
+    if what == "logs-symlink":
+        (out / "logs").symlink_to(elsewhere)
+    elif what == "results-symlink":
+        (out / "results").rmdir()
+        (out / "results").symlink_to(elsewhere)
+    else:
+        (out / "logs").mkdir()
+        if what == "log-symlink":
+            (out / "logs" / "host-cpu.log").symlink_to(elsewhere / "precious")
+        else:
+            os.mkfifo(out / "logs" / "host-cpu.log")
+    with pytest.raises(UserError, match="is a (symlink|FIFO)"):
+        run_cell(CELL, out / "results" / "host-cpu.jsonl", ["tests/drills/test_tiny.py"], env_provider=host_env)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_cells_log_is_replaced_whole_never_truncated_in_place(tmp_path):
+    """A reader holding the previous log (or a hard link to it) keeps it: the new log is a fresh file."""
+    from harness.run.cellrun import run_cell
+    from tests.host_cell import CELL, host_env
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "host-cpu.log").write_text("the previous run's log\n")
+    os.link(logs / "host-cpu.log", tmp_path / "kept")
+    run_cell(CELL, tmp_path / "results" / "host-cpu.jsonl", ["tests/drills/test_tiny.py"], env_provider=host_env)
+    assert (tmp_path / "kept").read_text() == "the previous run's log\n"
+    assert "the previous run's log" not in (logs / "host-cpu.log").read_text()
+    assert not [p for p in logs.iterdir() if p.name.endswith(".tmp")]

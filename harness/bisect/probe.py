@@ -256,6 +256,10 @@ class Prober:
             faults.point("spawn", argv[0])
             lifeline.become_subreaper()  # a script's daemon, marked or not (env -i), comes back to us
             before = lifeline.descendants()
+            cgroup = lifeline.Cgroup.create(token)  # where one is delegated: the script starts inside it
+            if cgroup is not None:
+                argv = lifeline.wrap(argv)
+                child.update(cgroup.env())
             proc = subprocess.Popen(argv, env=child, cwd=cwd if self.script_file else None, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
             lifeline.track(proc)
@@ -264,7 +268,10 @@ class Prober:
             finally:
                 lifeline.kill_group(proc)
                 lifeline.untrack(proc)
-                lifeline.sweep(token, adopted_besides=before)  # what the script left running ends with its probe
+                # what the script left running ends with its probe: its cgroup, marked, or adopted
+                lifeline.sweep(token, adopted_besides=before, cgroup=cgroup)
+                if cgroup is not None:
+                    cgroup.remove()
             out.seek(0)
             tail = out.read()[-2000:].decode("utf-8", "replace")
         if rc < 0 and -rc in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

@@ -61,7 +61,10 @@ def _fits_python(filename: str, python: str | None) -> bool:
 
 
 def _fetch(url: str, accept: str) -> tuple[bytes, str]:
-    req = urllib.request.Request(url, headers={"Accept": accept})
+    try:
+        req = urllib.request.Request(url, headers={"Accept": accept})
+    except ValueError as exc:  # `--index-url suites/x.py::t`: no scheme urllib knows (issue 31: one line, exit 2)
+        raise UserError(f"{url!r}: not an index URL ({exc}); give http(s)://... or file://...") from None
     try:
         with urllib.request.urlopen(req, timeout=_TIMEOUT_S) as resp:  # noqa: S310 - index URLs are the user's
             return resp.read(), resp.headers.get("Content-Type", "")

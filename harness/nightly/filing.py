@@ -218,24 +218,36 @@ def _run_bisect(argv: list[str], pkg: str, good: str, bad: str, md: Path, budget
     token = uuid.uuid4().hex
     lifeline.become_subreaper()  # what the bisection double-forks or setsid's away comes back to us
     before = lifeline.descendants()
+    env = {**os.environ, **lifeline.owner_env(token)}
+    # Where one is delegated, the bisection joins a cgroup of its own first thing (lifeline.join_cgroup_from_env
+    # in the harness's main): its probes and all they start are inside it.
+    cgroup = lifeline.Cgroup.create(token)
+    if cgroup is not None:
+        env.update(cgroup.env())
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, **lifeline.owner_env(token)})
+                            start_new_session=True, env=env)
     lifeline.track(proc)  # Ctrl-C / SIGTERM: the signal handler kills its group before anything else
+
+    def sweep() -> None:
+        lifeline.sweep(token, adopted_besides=before, cgroup=cgroup)
+        if cgroup is not None:
+            cgroup.remove()
+
     try:
         stdout, stderr = proc.communicate(timeout=budget_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        lifeline.sweep(token, adopted_besides=before)
+        sweep()
         return (f"Bisection of {pkg} {good}..{bad} did not finish within {budget_s} s; run it by hand:\n\n"
                 f"    {shlex.join(['python', *argv[1:]])}")
     except BaseException:  # interrupted: the bisection and its probes end (no cache write after) before we say so
         lifeline.kill_group(proc)
-        lifeline.sweep(token, adopted_besides=before)
+        sweep()
         raise
     finally:
         lifeline.untrack(proc)
-    lifeline.sweep(token, adopted_besides=before)
+    sweep()
     if md.exists():
         return md.read_text()
     tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]

@@ -20,9 +20,8 @@ from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.report.repro import MAX_REPROS, write_repros
 from harness.judge.results import read_many
-from harness import faults
-from harness.safeio import (atomic_write, disk_error, dumps_lines, ensure_dir, refuse_special, refuse_special_dir,
-                            staging_dir, switch_in_dir)
+from harness.safeio import (atomic_write, check_set_place, disk_error, dumps_lines, ensure_dir, publish_set,
+                            staging_dir, sweep_stale)
 from harness.judge.since import since_summary
 
 
@@ -78,8 +77,11 @@ def baseline_changes(baseline_path: Path, report: dict) -> dict:
             "changes": {k: v for k, v in changes.items() if k != "drift"}}
 
 
-# The report set, in the order it is switched in: report.json last (what diff, news and history read).
+# The report set: these names in --out, each a symlink into SET_DIR (harness.safeio.publish_set), which is
+# replaced as a whole. name -> is a folder.
 REPORT_FILES = ("junit.xml", "report.md", "report.html", "report.json")
+SET_DIR = "report-set"
+SET_ENTRIES = {**{name: False for name in REPORT_FILES}, "repro": True}
 
 
 def write_report_files(report: dict, out_dir: Path, report_json: str | None = None) -> int:
@@ -87,15 +89,16 @@ def write_report_files(report: dict, out_dir: Path, report_json: str | None = No
     `report_json`: the report already as dumps_lines text.
 
     Everything is rendered into a fresh folder inside out_dir first, so a kill or a full disk while
-    rendering leaves the previous set as it was; then repro/ is swapped in whole (one renameat2 exchange:
-    repros of an earlier report are gone with it) and each page renamed over its old one. A symlink or
-    special file in the set's place is refused before anything is written, never followed."""
+    rendering leaves the previous set as it was; then the set folder (out_dir/report-set) is swapped
+    with it in one step (renameat2 RENAME_EXCHANGE), so every name a reader opens (out_dir/report.json,
+    out_dir/repro/..., symlinks into the set) shows the old set or the new one, never a mix, and repros
+    of an earlier report are gone with it. A symlink or special file in the set's place is refused before
+    anything is written, never followed."""
     ensure_dir(out_dir)
-    for name in REPORT_FILES:
-        refuse_special(out_dir / name)
-    refuse_special_dir(out_dir / "repro")
+    check_set_place(out_dir, SET_ENTRIES, SET_DIR)
+    sweep_stale(out_dir, SET_DIR)  # what a report killed while rendering left
     try:
-        stage = staging_dir(out_dir, "report")
+        stage = staging_dir(out_dir, SET_DIR)
     except OSError as exc:
         raise disk_error(exc, any_errno=True) from None
     try:
@@ -104,15 +107,12 @@ def write_report_files(report: dict, out_dir: Path, report_json: str | None = No
         atomic_write(stage / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(stage / "junit.xml", render_junit(report))
         n = write_repros(report, stage / "repro", limit=MAX_REPROS)
-        switch_in_dir(stage / "repro", out_dir / "repro")
-        for name in REPORT_FILES:
-            faults.point("rename", out_dir / name)
-            os.replace(stage / name, out_dir / name)
+        publish_set(stage, out_dir, SET_ENTRIES, SET_DIR)
         return n
     except OSError as exc:
         raise disk_error(exc, any_errno=True) from None
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(stage, ignore_errors=True)  # what is left of it: nothing after a switch
 
 
 def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None,

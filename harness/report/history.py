@@ -155,7 +155,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     newest = reports[newest_i]
     ensure_dir(args.out)
     # The page's repro links point at the newest report's repro/ folder, wherever --out is.
-    repro_dir = os.path.relpath(Path(args.reports[newest_i]).resolve().parent / "repro", Path(args.out).resolve())
+    # Beside report.json as named (OUT/repro, the stable name into the current report set: the link keeps
+    # working when a later report replaces the set), else beside the file it is a link to.
+    named = Path(os.path.abspath(args.reports[newest_i])).parent
+    beside = named if (named / "repro").is_dir() else Path(args.reports[newest_i]).resolve().parent
+    repro_dir = os.path.relpath(beside / "repro", os.path.abspath(args.out))
     atomic_write(args.out / "history.json", dumps_strict(history, indent=1))
     md = render_history_markdown(history, args.last)
     atomic_write(args.out / "history.md", md)

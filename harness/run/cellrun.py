@@ -37,7 +37,7 @@ from harness.cells.envs import Env, EnvError, ensure_env, verify
 from harness.cells.startup_env import caller_env, drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
-from harness.safeio import refuse_special
+from harness.safeio import atomic_write, refuse_special, refuse_special_dir
 from harness.incell.resultsfile import file_tail, selected_paths, signal_name, whole_suite
 from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
 from harness.run.invocation import run_id
@@ -237,6 +237,7 @@ def run_cell(
     phases = _phase_timeouts(collect_timeout_s, exit_timeout_s)
     backend_s = backend_timeout(backend_timeout_s)
     results = Path(results).absolute()  # pytest runs in the checkout, not in the caller's folder
+    refuse_special_dir(results.parent)  # results/ a symlink: never written through
     faults.point("mkdir", results.parent)
     results.parent.mkdir(parents=True, exist_ok=True)
     refuse_special(results)
@@ -362,12 +363,14 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
                                                             f"{cell.device} devices: {workers} workers, one chip each"})
             xdist = workers
 
+    refuse_special_dir(log_dir)  # logs/ a symlink: the log would land wherever it points
     faults.point("mkdir", log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{cell.name}.log"
-    refuse_special(log_path)  # a FIFO there would block the run; a symlink would redirect the log
-    faults.point("open", log_path)
-    log_path.write_text("")
+    # The previous log is replaced whole, in one step (a fresh empty file renamed over it), never truncated
+    # in place: a FIFO or symlink there is refused, never followed, and a reader holding the old log keeps
+    # it. The log is then written as the cell runs, so a crash keeps what was logged.
+    atomic_write(log_path, b"", durable=False)
     watch = _Watch(judge=judge, device=cell.device)
     skip: list[str] = []
     exitstatus = None
@@ -378,6 +381,9 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
                "SEAMS_XDIST_EXIT_WAIT_S": str(max(10, exit_s // 2))}
     lifeline.become_subreaper()  # a double-forked daemon comes back to us, not to init
     before = lifeline.descendants()  # ours already (a caller's own children): never the tests' leftovers
+    cgroup = lifeline.Cgroup.create(token)  # where cgroup v2 is delegated to us: pytest starts inside it
+    if cgroup is not None:
+        run_env.update(cgroup.env())
     left: list[str] = []
     xdist_mode = bool(xdist) or user_chose(pytest_args)
     for _attempt in range(MAX_RESUMES):
@@ -394,7 +400,7 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
             stopped = f"could not start pytest: {exc}"
             break
         finally:  # processes that left pytest's group (setsid, double fork, daemons) end with it too
-            left += lifeline.sweep(token, adopted_besides=before)  # marked, or adopted without the mark
+            left += lifeline.sweep(token, adopted_besides=before, cgroup=cgroup)  # in its cgroup, marked, or adopted
             for rec in stream.close_pipe():  # whatever came between the last poll and exit
                 watch.feed(rec, progress, cell.name)
         stream.check(deep=True)
@@ -439,6 +445,8 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
             break
         skip = sorted(watch.finished)
         progress(cell.name, {"event": "resume", "remaining": len(remaining)})
+    if cgroup is not None:
+        cgroup.remove()
     results.with_name(results.name + ".done.json").unlink(missing_ok=True)
     shutil.rmtree(results.with_name(results.name + ".hangs"), ignore_errors=True)
     run.outcomes = dict(watch.outcomes)
@@ -568,7 +576,9 @@ def _attempt_once(argv: list[str], cell: Cell, extra_env: dict[str, str], log_pa
     try:
         try:
             faults.point("open", log_path)
-            with open(log_path, "ab") as log:
+            # O_NOFOLLOW: a symlink put where the log is (after it was made) is refused, never written through
+            fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "ab") as log:
                 faults.point("spawn", argv[0])
                 proc = subprocess.Popen(lifeline.wrap(argv), cwd=REPO, env=child_env, stdout=log,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

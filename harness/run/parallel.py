@@ -28,6 +28,7 @@ from rich.markup import escape
 
 from harness import faults, lifeline
 from harness.cells.cell import Cell
+from harness.errors import UserError
 from harness.incell.resultsfile import signal_name
 from harness.run.cellrun import close_dead_run
 from harness.run.progress import CellProgress
@@ -80,10 +81,20 @@ def cell_to_json(cell: Cell) -> str:
 
 
 def cell_from_json(text: str) -> Cell:
-    """Inverse of cell_to_json."""
-    d = json.loads(text)
-    tuples = {f.name for f in dataclasses.fields(Cell) if str(f.type).startswith("tuple")}
-    return Cell(**{k: tuple(v) if k in tuples else v for k, v in d.items()})
+    """Inverse of cell_to_json. The value comes from the parent's argv, but it is a command-line value all
+    the same: anything but a cell this harness wrote (a named cell: its results path stays in --out) is one
+    line, exit 2."""
+    from harness.cells.matrix import _CELL_NAME_RE
+
+    try:
+        d = json.loads(text)
+        tuples = {f.name for f in dataclasses.fields(Cell) if str(f.type).startswith("tuple")}
+        cell = Cell(**{k: tuple(v) if k in tuples else v for k, v in d.items()})
+    except (ValueError, TypeError, AttributeError):
+        raise UserError("--worker-cell: not a cell written by `harness run -j` (an internal option)") from None
+    if not isinstance(cell.name, str) or not _CELL_NAME_RE.match(cell.name):
+        raise UserError(f"--worker-cell: cell name {cell.name!r} is not NAME-cpu|gpu|tpu")
+    return cell
 
 
 def _worker_argv(cell: Cell, out: Path, expectations: Path, timeout: int | None, verbose: bool,

@@ -14,7 +14,7 @@ from typing import Any
 from harness.incell.compat import require, torch_api
 from suites.torchax_ops.dlpack import conversion_case
 from suites.torchax_ops.modules import STEPS, buffers_case, forward_case
-from suites.torchax_ops.opspace import cases, coverage, opinfo, sample_cap
+from suites.torchax_ops.opspace import cases, coverage, opinfo, sample_cap, samples, seed
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
 # with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
@@ -116,10 +116,8 @@ def _clone(tree: Any) -> Any:
     return pytree.tree_map_only(torch.Tensor, lambda t: t.clone(), tree)
 
 
-def _call(info: Any, sample: Any, seed: int) -> Any:
-    import torch
-
-    torch.manual_seed(seed)
+def _call(info: Any, sample: Any, value: int) -> Any:
+    seed(value)
     return info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
 
 
@@ -138,10 +136,8 @@ def _on_jax(tree: Any) -> Any:
 
 
 def _torchax_eager(env: Any, info: Any, sample: Any) -> Any:
-    import torch
-
     args, kwargs = env.to_xla(_on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs))))
-    torch.manual_seed(0)
+    seed(0)
     with env:
         return info(*args, **kwargs)
 
@@ -166,7 +162,7 @@ def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
         return tuple(out) if _is_structseq(out) else out
 
     tensors = env.to_xla(tuple(leaves[i] for i in where))
-    torch.manual_seed(0)
+    seed(0)
     return torch_api.torchax_entry("interop.jax_jit")(traced)(*tensors)
 
 
@@ -246,25 +242,33 @@ def op_case(key: str, dtype: str, path: str, observe) -> None:
     """torch eager on CPU vs torchax (`eager` in its env, or `jit`: traced under jax.jit) for every
     sample OpInfo gives this op in this dtype (the largest one under the `ci` cap), plus a copy of
     it with tied values where the op returns indices of floating inputs (argmax's first maximum):
-    same raising, output leaves, shapes, dtypes, values."""
+    same raising, output leaves, shapes, dtypes, values. A failure records the first failing sample
+    and how it was compared as the case's example (harness/report/standalone_op.py writes the
+    standalone script from it: the op, that sample, the two results)."""
     torch = require("torch")
     env = torchax_env()
     info = opinfo(key)
     cap = sample_cap()
     rtol, atol, tol_source = tolerance(info, dtype)
+    why_not = comparable(info, dtype)
     stats = {"samples": 0, "torch_raised": 0, "rng_dependent": False, "max_abs_err": 0.0, "tie_samples": 0}
     failures: list[str] = []
+    failed_at: list[str] = []  # the first failing sample's facts, as the script's example
     with x64(x64_for(dtype)):
-        torch.manual_seed(0)  # OpInfo draws sample values from torch's global generator
-        samples = list(info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False))
-        for i, sample in _chosen(samples, cap):
-            ref = _check_sample(info, sample, str(i), dtype, path, env, stats, failures)
+        given = samples(info, dtype)
+        for i, sample in _chosen(given, cap):
+            ref = _check_sample(info, sample, (i, False), dtype, path, env, stats, failures, failed_at)
             if _returns_indices(ref, sample):
                 stats["tie_samples"] += 1
-                _check_sample(info, _with_ties(sample), f"{i} with ties", dtype, path, env, stats, failures)
-    why_not = comparable(info, dtype)
+                _check_sample(info, _with_ties(sample), (i, True), dtype, path, env, stats, failures, failed_at)
+    overridden = tol_source != "torch.testing default"
+    example = {}
+    if failed_at:  # `sample(index=, ties=, values=, rtol=, atol=)`, as a hypothesis note names its input
+        example["falsifying_example"] = (f"Falsifying example: sample({failed_at[0]}, rtol={rtol if overridden else None!r}, "
+                                         f"atol={atol if overridden else None!r})")
     observe.record(**stats, sample_cap=cap, failing_samples=len(failures), values_compared=not why_not,
-                   not_comparable=why_not or None, rtol=rtol, atol=atol, tolerance_from=tol_source, x64=x64_for(dtype))
+                   not_comparable=why_not or None, rtol=rtol, atol=atol, tolerance_from=tol_source, x64=x64_for(dtype),
+                   **example)
     if stats["samples"] == 0:
         import pytest
 
@@ -272,11 +276,14 @@ def op_case(key: str, dtype: str, path: str, observe) -> None:
     assert not failures, f"{len(failures)} of {stats['samples']} samples differ from torch eager; " + " | ".join(failures[:3])
 
 
-def _check_sample(info: Any, sample: Any, label: str, dtype: str, path: str, env: Any, stats: dict,
-                  failures: list[str]) -> Any:
-    """One sample through torch and torchax; a difference is appended to failures. The reference."""
+def _check_sample(info: Any, sample: Any, at: tuple[int, bool], dtype: str, path: str, env: Any, stats: dict,
+                  failures: list[str], failed_at: list[str]) -> Any:
+    """One sample (its index, and whether it is the tied copy) through torch and torchax; a
+    difference is appended to failures, the sample's facts to failed_at. The reference."""
     run = _torchax_eager if path == "eager" else _torchax_jit
+    label = f"{at[0]}" + (" with ties" if at[1] else "")
     stats["samples"] += 1
+    why_not = comparable(info, dtype)
     try:
         ref = _call(info, sample, 0)
     except Exception as exc:  # torch refuses this sample: torchax must refuse it too
@@ -286,21 +293,25 @@ def _check_sample(info: Any, sample: Any, label: str, dtype: str, path: str, env
         except Exception:
             return None
         failures.append(f"sample {label}: torch raised {type(exc).__name__}, torchax {path} returned")
+        failed_at.append(f"index={at[0]}, ties={at[1]}, values={not why_not}")
         return None
     # an output that depends on the RNG (bernoulli, dropout, randn_like) is compared by
     # structure, shape and dtype only: its values are torch's stream, not the op's semantics
     rng = not _same(ref, _call(info, sample, 1))
     stats["rng_dependent"] |= rng
+    facts = f"index={at[0]}, ties={at[1]}, values={not (why_not or rng)}"
     try:
         got = _isolated(run, env, info, sample)
     except Exception as exc:
         failures.append(f"sample {label}: torch returned, torchax {path} raised {type(exc).__name__}: {_short(exc)}")
+        failed_at.append(facts)
         return ref
     try:
-        err = _compare(ref, got, dtype, info, values=not (comparable(info, dtype) or rng))
+        err = _compare(ref, got, dtype, info, values=not (why_not or rng))
         stats["max_abs_err"] = max(stats["max_abs_err"], err)
     except AssertionError as exc:
         failures.append(f"sample {label} ({_describe(sample)}): {_short(exc)}")
+        failed_at.append(facts)
     return ref
 
 

@@ -184,6 +184,40 @@ def cases(asked: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
     return out
 
 
+def seed(value: int) -> None:
+    """torch.manual_seed(value) on CPU, without its per-call cost: torch.manual_seed also queues a
+    lazy CUDA seeding with the caller's formatted stack (about 1 ms under pytest), and a case seeds
+    thousands of times. Every generator these cases draw from is CPU's default one."""
+    import torch
+
+    torch.default_generator.manual_seed(value)
+
+
+def samples(info: Any, dtype: str) -> list[Any]:
+    """`list(info.sample_inputs("cpu", dtype))` after torch.manual_seed(0), the same samples with the
+    same values (a standalone script rebuilds them with those public calls): OpInfo's iterator
+    reseeds torch, `random` and NumPy with common_utils.SEED before each sample, and looks for a
+    unittest frame on the stack twice per call (inspect.stack, slow under pytest); this reseeds
+    alike and looks for nothing (outside a torch TestCase there is none, so the seed is SEED)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    common_utils = require("torch.testing._internal.common_utils")
+    seed(0)
+    produced = iter(info.sample_inputs_func(info, "cpu", getattr(torch, dtype), False))
+    out = []
+    while True:
+        seed(common_utils.SEED)
+        random.seed(common_utils.SEED)
+        np.random.seed(common_utils.SEED)
+        try:
+            out.append(next(produced))
+        except StopIteration:
+            return out
+
+
 def coverage() -> dict[str, Any]:
     """The coverage table: every OpInfo, whether it is a case, and if not, why."""
     rows = [{"opinfo": e.name + (f" ({e.variant})" if e.variant else ""), "aten": e.aten, "key": e.key,

@@ -43,6 +43,14 @@ CASES = {
     f"{OPS}[aten.empty_like-float32-eager]": "pass",       # OpInfo skips comparing its values
     f"{OPS}[aten.max(reduction_with_dim)-float64-jit]": "pass",  # a structseq, traced
     f"{OPS}[aten.arange-int64-eager]": "pass",             # a factory: device='cpu' becomes torchax's
+    # the op's other forms
+    f"{OPS}_error[aten.cat-eager]": "pass",                 # every error input raises on torchax too
+    f"{OPS}_error[aten.gather-jit]": "fail",                # a size mismatch torch rejects, computed
+    f"{OPS}_inplace[aten.sigmoid-float32-jit]": "pass",
+    f"{OPS}_inplace[aten.abs-float32-eager]": "fail",       # no lowering for aten.abs_
+    f"{OPS}_out[aten.add-float32-eager]": "pass",
+    f"{OPS}_out[aten.digamma-float32-jit]": "fail",         # out= returned but never written
+    f"{OPS}_out[aten.mm-float32-eager]": "fail",            # out= handed to the functional lowering
 }
 
 
@@ -63,6 +71,23 @@ def test_an_op_case_exports_the_op_the_sample_and_the_two_results():
     eager = export_script(f"{OPS}[aten.floor_divide-float32-eager]", _cell())
     assert "jax_jit" not in eager and "with env:" in eager and "'jax_enable_x64', False" in eager
     assert "max(info.sample_inputs('cpu', torch.float32)" in eager  # no run: the ci profile's sample
+
+
+@pytest.mark.parametrize("case, example, has", [
+    (f"{OPS}_error[aten.cat-jit]", "Falsifying example: error_input(index=2)",
+     ["for i in [2]:", "errors = list(info.error_inputs('cpu'))", "torchax jit returned", "jax_jit(traced)"]),
+    (f"{OPS}_error[aten.cat-eager]", None, ["for i in range(len(errors)):", "with env:"]),
+    (f"{OPS}_inplace[aten.sigmoid-float32-jit]", "Falsifying example: inplace_sample(index=0)",
+     ["list(info.sample_inputs('cpu', torch.float32))[0]", "return a[0], info.inplace_variant(a[0], *a[1], **a[2])"]),
+    (f"{OPS}_inplace[aten.sigmoid-float32-eager]", None, ["if not s.broadcasts_input", "info.inplace_variant(a[0]"]),
+    (f"{OPS}_out[aten.max(reduction_with_dim)-float64-jit]", None,
+     ["'jax_enable_x64', True", "info(*a[0], **a[1], out=a[2])", "return a[2]", "float('nan')"]),
+])
+def test_the_ops_other_forms_export_the_same_way(case, example, has):
+    script = export_script(case, _cell(), example=example)
+    compile(script, "op", "exec")
+    assert all(h in script for h in has), [h for h in has if h not in script]
+    assert len(script.splitlines()) <= 62
 
 
 @pytest.mark.parametrize("bad", [
@@ -97,7 +122,7 @@ def test_the_runs_example_is_data(example, facts):
 def test_every_part_of_the_script_from_outside_is_a_literal():
     """The id's parts and the example's values appear only inside string and number literals."""
     case = f"{OPS}[aten.max(reduction_with_dim)@max.x-bfloat16-jit]"
-    assert parse_op_case(case) == {"aten": "max", "variant": "reduction_with_dim", "name": "max.x",
+    assert parse_op_case(case) == {"kind": "op", "aten": "max", "variant": "reduction_with_dim", "name": "max.x",
                                    "dtype": "bfloat16", "path": "jit"}
     script = export_script(case, _cell(), {"id": "x\nimport os", "link": "https://e/1"},
                            example="Falsifying example: sample(index=2, ties=False, values=True, rtol=0.5, atol=0.25)")

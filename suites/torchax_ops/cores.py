@@ -14,7 +14,7 @@ from typing import Any
 from harness.incell.compat import require, torch_api
 from suites.torchax_ops.dlpack import conversion_case
 from suites.torchax_ops.modules import STEPS, buffers_case, forward_case
-from suites.torchax_ops.opspace import cases, coverage, opinfo, sample_cap, samples, seed
+from suites.torchax_ops.opspace import cases, coverage, error_cap, error_inputs, opinfo, sample_cap, samples, seed
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
 # with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
@@ -369,6 +369,239 @@ def _describe(sample: Any) -> str:
     return _short(", ".join(parts), 200)
 
 
+def _wants_x64(sample: Any) -> bool:
+    """An error input or sample of its own dtypes: 64-bit tensors in it run with x64 on (as op cases' do)."""
+    import torch
+
+    return any(isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.int64, torch.complex128)
+               for t in _leaves((sample.input, sample.args, sample.kwargs)))
+
+
+def op_error_case(key: str, path: str, observe) -> None:
+    """Every error input OpInfo gives this op (`op.error_inputs("cpu")`, under the `ci` cap the first
+    ones): where torch eager raises, torchax (`eager` in its env, or `jit`: traced) must raise too.
+    The exception types are recorded per input (torch's / torchax's), not compared: a torchax that
+    returns a value where torch raises is the failure."""
+    require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    run = _torchax_eager if path == "eager" else _torchax_jit
+    given = error_inputs(info)
+    cap = error_cap()
+    raised: list[str] = []  # "INDEX: TorchError / TorchaxError"
+    torch_returned: list[int] = []  # error inputs torch on CPU accepts in this release (not checked)
+    failures: list[str] = []
+    failed_at: list[int] = []
+    for i, err in enumerate(given[:cap]):
+        sample = err.sample_input
+        with x64(_wants_x64(sample)):
+            try:
+                _call(info, sample, 0)
+            except Exception as exc:
+                torch_error = type(exc).__name__
+            else:
+                torch_returned.append(i)
+                continue
+            try:
+                _isolated(run, env, info, sample)
+            except Exception as exc:
+                raised.append(f"{i}: {torch_error} / {type(exc).__name__}")
+                continue
+        failures.append(f"error input {i} ({_describe(sample)}): torch raises {torch_error}"
+                        f" ({_short(Exception(err.error_regex), 80)}), torchax {path} returned")
+        failed_at.append(i)
+    example = {"falsifying_example": f"Falsifying example: error_input(index={failed_at[0]})"} if failed_at else {}
+    observe.record(error_inputs=len(given), checked=min(len(given), cap or len(given)), raised=raised,
+                   torch_returned=torch_returned, failing_inputs=len(failures), **example)
+    if not raised and not failures:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name}: no error input torch raises on here ({len(given)} given)")
+    assert not failures, f"{len(failures)} of {len(raised) + len(failures)} error inputs: " + " | ".join(failures[:3])
+
+
+def _inplace_torch(info: Any, sample: Any, value: int) -> tuple[Any, Any]:
+    """(the input after the in-place call, what the call returned), torch eager on CPU."""
+    x = _clone(sample.input)
+    args, kwargs = _clone((sample.args, sample.kwargs))
+    seed(value)
+    returned = info.inplace_variant(x, *args, **kwargs)
+    return x, returned
+
+
+def _inplace_torchax(env: Any, path: str, info: Any, sample: Any) -> tuple[Any, Any, bool | None]:
+    """(the input after the in-place call, what it returned, whether that was the input itself: None
+    traced) on torchax: eagerly on a torchax tensor in the env, or traced (the input is a jit argument
+    the function updates and returns)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    tree = _on_jax((_clone(sample.input), _clone((sample.args, sample.kwargs))))
+    if path == "eager":
+        x, (args, kwargs) = env.to_xla(tree)
+        seed(0)
+        with env:
+            returned = info.inplace_variant(x, *args, **kwargs)
+        return x, returned, returned is x
+    leaves, spec = pytree.tree_flatten(tree)
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def traced(*tensors):
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        x, (args, kwargs) = pytree.tree_unflatten(filled, spec)
+        returned = info.inplace_variant(x, *args, **kwargs)
+        return x, returned
+
+    seed(0)
+    x, returned = torch_api.torchax_entry("interop.jax_jit")(traced)(*env.to_xla(tuple(leaves[i] for i in where)))
+    return x, returned, None
+
+
+def op_inplace_case(key: str, dtype: str, path: str, observe) -> None:
+    """The OpInfo's in-place variant (`x.add_(y)`) on its samples (the largest under the `ci` cap; a
+    sample that broadcasts its input has no in-place form and is left out, as OpInfo's own tests do):
+    where torch raises (an int tensor asked to hold a float result), torchax must; otherwise the
+    tensor torchax updated (eagerly: the very tensor; traced: the jit argument the function updated
+    and returned) and the call's result equal torch's updated input, in shape, dtype and value."""
+    require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    why_not = comparable(info, dtype)
+    failures: list[str] = []
+    failed_at: list[str] = []
+    stats = {"samples": 0, "torch_raised": 0, "returns_self": None}
+    with x64(x64_for(dtype)):
+        given = [(i, s) for i, s in enumerate(samples(info, dtype)) if not getattr(s, "broadcasts_input", False)]
+        for i, sample in sorted(_chosen([s for _i, s in given], sample_cap()), key=lambda t: t[0]):
+            index = given[i][0]
+            stats["samples"] += 1
+            try:
+                ref = _inplace_torch(info, sample, 0)
+            except Exception as exc:
+                stats["torch_raised"] += 1
+                try:
+                    _isolated(lambda e, inf, s: _inplace_torchax(e, path, inf, s), env, info, sample)
+                except Exception:
+                    continue
+                failures.append(f"sample {index}: torch raised {type(exc).__name__}, torchax {path} returned")
+                failed_at.append(f"index={index}")
+                continue
+            rng = not _same(ref, _inplace_torch(info, sample, 1))
+            try:
+                x, returned, is_self = _isolated(lambda e, inf, s: _inplace_torchax(e, path, inf, s), env, info, sample)
+                if is_self is not None:
+                    stats["returns_self"] = is_self if stats["returns_self"] is None else stats["returns_self"] and is_self
+                _compare(ref, (x, returned), dtype, info, values=not (why_not or rng))
+            except Exception as exc:
+                failures.append(f"sample {index} ({_describe(sample)}): {type(exc).__name__}: {_short(exc)}")
+                failed_at.append(f"index={index}")
+    example = {"falsifying_example": f"Falsifying example: inplace_sample({failed_at[0]})"} if failed_at else {}
+    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
+    if stats["samples"] == 0:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name} yields no sample for {dtype} on cpu that does not broadcast its input")
+    assert not failures, (f"{len(failures)} of {stats['samples']} samples: the in-place call differs from torch eager; "
+                          + " | ".join(failures[:3]))
+
+
+def _stale_outs(ref: Any) -> Any:
+    """out= for a result: a tensor of its shape and dtype (a tuple of them for several) holding other
+    values than torch's result wherever it can (NaN; an integer's lowest bit flipped; a bool negated),
+    so an out= tensor torchax never writes cannot pass by holding the right values already (an
+    empty one holds whatever its memory held)."""
+    import torch
+
+    def stale(t: Any) -> Any:
+        if t.dtype == torch.bool:
+            return ~t
+        if t.is_floating_point() or t.is_complex():
+            return torch.full_like(t, float("nan"))
+        return t ^ 1
+
+    return stale(ref) if isinstance(ref, torch.Tensor) else tuple(stale(t) for t in ref)
+
+
+def _out_torchax(env: Any, path: str, info: Any, sample: Any, outs: Any) -> tuple[Any, bool | None]:
+    """(the out= tensors after the call, whether the call returned them: None traced) on torchax."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    tree = _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs), outs))
+    if path == "eager":
+        args, kwargs, out = env.to_xla(tree)
+        seed(0)
+        with env:
+            returned = info(*args, **kwargs, out=out)
+        same = returned is out or (isinstance(out, tuple) and all(r is o for r, o in zip(returned, out)))
+        return out, same
+    leaves, spec = pytree.tree_flatten(tree)
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def traced(*tensors):
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        args, kwargs, out = pytree.tree_unflatten(filled, spec)
+        info(*args, **kwargs, out=out)
+        return out
+
+    seed(0)
+    return torch_api.torchax_entry("interop.jax_jit")(traced)(*env.to_xla(tuple(leaves[i] for i in where))), None
+
+
+def op_out_case(key: str, dtype: str, path: str, observe) -> None:
+    """The OpInfo's out= form on its samples (the largest under the `ci` cap): torch writes out=
+    tensors of the result's shape and dtype (holding other values, see _stale_outs); torchax
+    (eagerly: the very tensors; traced: the jit arguments the function wrote and returned) must hold
+    torch's values in the same shape and dtype. A sample torch refuses, or whose result is not
+    tensors, has no out= to check and is counted, not run."""
+    torch = require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    why_not = comparable(info, dtype)
+    failures: list[str] = []
+    failed_at: list[str] = []
+    stats = {"samples": 0, "not_applicable": 0, "returns_out": None}
+    with x64(x64_for(dtype)):
+        given = samples(info, dtype)
+        for i, sample in _chosen(given, sample_cap()):
+            try:
+                result = _call(info, sample, 0)
+                if not (isinstance(result, torch.Tensor)
+                        or (isinstance(result, (tuple, list)) and result and all(isinstance(t, torch.Tensor) for t in result))):
+                    raise TypeError("not tensors")
+                outs = _stale_outs(result)
+                ref = _clone(outs)
+                seed(0)
+                info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs), out=ref)
+                again = _clone(outs)
+                seed(1)
+                info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs), out=again)
+            except Exception:
+                stats["not_applicable"] += 1
+                continue
+            stats["samples"] += 1
+            try:
+                out, same = _isolated(lambda e, inf, s: _out_torchax(e, path, inf, s, _clone(outs)), env, info, sample)
+                if same is not None:
+                    stats["returns_out"] = same if stats["returns_out"] is None else stats["returns_out"] and same
+                _compare(ref, out, dtype, info, values=not (why_not or not _same(ref, again)))
+            except Exception as exc:
+                failures.append(f"sample {i} ({_describe(sample)}): {type(exc).__name__}: {_short(exc)}")
+                failed_at.append(f"index={i}")
+    example = {"falsifying_example": f"Falsifying example: out_sample({failed_at[0]})"} if failed_at else {}
+    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
+    if stats["samples"] == 0:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name}: no sample in {dtype} on cpu that torch computes into out= tensors")
+    assert not failures, (f"{len(failures)} of {stats['samples']} samples: out= differs from torch eager; "
+                          + " | ".join(failures[:3]))
+
+
 def generated_forward(program: list[str], width: int, batch: int, seed: int, observe) -> None:
     """test_modules.py's forward property on one program (its core, for the standalone export)."""
     torchax_env()
@@ -427,6 +660,9 @@ CORES = {
     "test_jit_boundary.py::test_jax_jit_of_a_function_returning_torch_return_types": jit_of_torch_return_types,
     "test_modules.py::test_the_pinned_example_runs_every_step_of_the_grammar": pinned_example_has_every_step,
     "test_ops.py::test_op": op_case,
+    "test_ops.py::test_op_error": op_error_case,
+    "test_ops.py::test_op_inplace": op_inplace_case,
+    "test_ops.py::test_op_out": op_out_case,
     "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
     "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),
     "test_modules.py::test_generated_forward_updates_buffers_as_torch_eager": (generated_buffers, EVERY_STEP),

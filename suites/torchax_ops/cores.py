@@ -14,7 +14,7 @@ from typing import Any
 from harness.incell.compat import require, torch_api
 from suites.torchax_ops.dlpack import conversion_case
 from suites.torchax_ops.modules import STEPS, buffers_case, forward_case
-from suites.torchax_ops.opspace import cases, coverage, opinfo, sample_cap
+from suites.torchax_ops.opspace import cases, coverage, error_cap, error_inputs, opinfo, sample_cap, samples, seed
 
 # torch.testing.assert_close's own defaults per dtype (rtol, atol): what OpInfo's tests compare
 # with unless the OpInfo overrides them (torch/testing/_comparison.py, default_tolerances).
@@ -116,10 +116,8 @@ def _clone(tree: Any) -> Any:
     return pytree.tree_map_only(torch.Tensor, lambda t: t.clone(), tree)
 
 
-def _call(info: Any, sample: Any, seed: int) -> Any:
-    import torch
-
-    torch.manual_seed(seed)
+def _call(info: Any, sample: Any, value: int) -> Any:
+    seed(value)
     return info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs))
 
 
@@ -138,10 +136,8 @@ def _on_jax(tree: Any) -> Any:
 
 
 def _torchax_eager(env: Any, info: Any, sample: Any) -> Any:
-    import torch
-
     args, kwargs = env.to_xla(_on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs))))
-    torch.manual_seed(0)
+    seed(0)
     with env:
         return info(*args, **kwargs)
 
@@ -166,7 +162,7 @@ def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
         return tuple(out) if _is_structseq(out) else out
 
     tensors = env.to_xla(tuple(leaves[i] for i in where))
-    torch.manual_seed(0)
+    seed(0)
     return torch_api.torchax_entry("interop.jax_jit")(traced)(*tensors)
 
 
@@ -246,25 +242,33 @@ def op_case(key: str, dtype: str, path: str, observe) -> None:
     """torch eager on CPU vs torchax (`eager` in its env, or `jit`: traced under jax.jit) for every
     sample OpInfo gives this op in this dtype (the largest one under the `ci` cap), plus a copy of
     it with tied values where the op returns indices of floating inputs (argmax's first maximum):
-    same raising, output leaves, shapes, dtypes, values."""
+    same raising, output leaves, shapes, dtypes, values. A failure records the first failing sample
+    and how it was compared as the case's example (harness/report/standalone_op.py writes the
+    standalone script from it: the op, that sample, the two results)."""
     torch = require("torch")
     env = torchax_env()
     info = opinfo(key)
     cap = sample_cap()
     rtol, atol, tol_source = tolerance(info, dtype)
+    why_not = comparable(info, dtype)
     stats = {"samples": 0, "torch_raised": 0, "rng_dependent": False, "max_abs_err": 0.0, "tie_samples": 0}
     failures: list[str] = []
+    failed_at: list[str] = []  # the first failing sample's facts, as the script's example
     with x64(x64_for(dtype)):
-        torch.manual_seed(0)  # OpInfo draws sample values from torch's global generator
-        samples = list(info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False))
-        for i, sample in _chosen(samples, cap):
-            ref = _check_sample(info, sample, str(i), dtype, path, env, stats, failures)
+        given = samples(info, dtype)
+        for i, sample in _chosen(given, cap):
+            ref = _check_sample(info, sample, (i, False), dtype, path, env, stats, failures, failed_at)
             if _returns_indices(ref, sample):
                 stats["tie_samples"] += 1
-                _check_sample(info, _with_ties(sample), f"{i} with ties", dtype, path, env, stats, failures)
-    why_not = comparable(info, dtype)
+                _check_sample(info, _with_ties(sample), (i, True), dtype, path, env, stats, failures, failed_at)
+    overridden = tol_source != "torch.testing default"
+    example = {}
+    if failed_at:  # `sample(index=, ties=, values=, rtol=, atol=)`, as a hypothesis note names its input
+        example["falsifying_example"] = (f"Falsifying example: sample({failed_at[0]}, rtol={rtol if overridden else None!r}, "
+                                         f"atol={atol if overridden else None!r})")
     observe.record(**stats, sample_cap=cap, failing_samples=len(failures), values_compared=not why_not,
-                   not_comparable=why_not or None, rtol=rtol, atol=atol, tolerance_from=tol_source, x64=x64_for(dtype))
+                   not_comparable=why_not or None, rtol=rtol, atol=atol, tolerance_from=tol_source, x64=x64_for(dtype),
+                   **example)
     if stats["samples"] == 0:
         import pytest
 
@@ -272,11 +276,14 @@ def op_case(key: str, dtype: str, path: str, observe) -> None:
     assert not failures, f"{len(failures)} of {stats['samples']} samples differ from torch eager; " + " | ".join(failures[:3])
 
 
-def _check_sample(info: Any, sample: Any, label: str, dtype: str, path: str, env: Any, stats: dict,
-                  failures: list[str]) -> Any:
-    """One sample through torch and torchax; a difference is appended to failures. The reference."""
+def _check_sample(info: Any, sample: Any, at: tuple[int, bool], dtype: str, path: str, env: Any, stats: dict,
+                  failures: list[str], failed_at: list[str]) -> Any:
+    """One sample (its index, and whether it is the tied copy) through torch and torchax; a
+    difference is appended to failures, the sample's facts to failed_at. The reference."""
     run = _torchax_eager if path == "eager" else _torchax_jit
+    label = f"{at[0]}" + (" with ties" if at[1] else "")
     stats["samples"] += 1
+    why_not = comparable(info, dtype)
     try:
         ref = _call(info, sample, 0)
     except Exception as exc:  # torch refuses this sample: torchax must refuse it too
@@ -286,21 +293,25 @@ def _check_sample(info: Any, sample: Any, label: str, dtype: str, path: str, env
         except Exception:
             return None
         failures.append(f"sample {label}: torch raised {type(exc).__name__}, torchax {path} returned")
+        failed_at.append(f"index={at[0]}, ties={at[1]}, values={not why_not}")
         return None
     # an output that depends on the RNG (bernoulli, dropout, randn_like) is compared by
     # structure, shape and dtype only: its values are torch's stream, not the op's semantics
     rng = not _same(ref, _call(info, sample, 1))
     stats["rng_dependent"] |= rng
+    facts = f"index={at[0]}, ties={at[1]}, values={not (why_not or rng)}"
     try:
         got = _isolated(run, env, info, sample)
     except Exception as exc:
         failures.append(f"sample {label}: torch returned, torchax {path} raised {type(exc).__name__}: {_short(exc)}")
+        failed_at.append(facts)
         return ref
     try:
-        err = _compare(ref, got, dtype, info, values=not (comparable(info, dtype) or rng))
+        err = _compare(ref, got, dtype, info, values=not (why_not or rng))
         stats["max_abs_err"] = max(stats["max_abs_err"], err)
     except AssertionError as exc:
         failures.append(f"sample {label} ({_describe(sample)}): {_short(exc)}")
+        failed_at.append(facts)
     return ref
 
 
@@ -356,6 +367,239 @@ def _describe(sample: Any) -> str:
 
     parts = [one(sample.input), *(one(a) for a in sample.args), *(f"{k}={one(v)}" for k, v in sample.kwargs.items())]
     return _short(", ".join(parts), 200)
+
+
+def _wants_x64(sample: Any) -> bool:
+    """An error input or sample of its own dtypes: 64-bit tensors in it run with x64 on (as op cases' do)."""
+    import torch
+
+    return any(isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.int64, torch.complex128)
+               for t in _leaves((sample.input, sample.args, sample.kwargs)))
+
+
+def op_error_case(key: str, path: str, observe) -> None:
+    """Every error input OpInfo gives this op (`op.error_inputs("cpu")`, under the `ci` cap the first
+    ones): where torch eager raises, torchax (`eager` in its env, or `jit`: traced) must raise too.
+    The exception types are recorded per input (torch's / torchax's), not compared: a torchax that
+    returns a value where torch raises is the failure."""
+    require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    run = _torchax_eager if path == "eager" else _torchax_jit
+    given = error_inputs(info)
+    cap = error_cap()
+    raised: list[str] = []  # "INDEX: TorchError / TorchaxError"
+    torch_returned: list[int] = []  # error inputs torch on CPU accepts in this release (not checked)
+    failures: list[str] = []
+    failed_at: list[int] = []
+    for i, err in enumerate(given[:cap]):
+        sample = err.sample_input
+        with x64(_wants_x64(sample)):
+            try:
+                _call(info, sample, 0)
+            except Exception as exc:
+                torch_error = type(exc).__name__
+            else:
+                torch_returned.append(i)
+                continue
+            try:
+                _isolated(run, env, info, sample)
+            except Exception as exc:
+                raised.append(f"{i}: {torch_error} / {type(exc).__name__}")
+                continue
+        failures.append(f"error input {i} ({_describe(sample)}): torch raises {torch_error}"
+                        f" ({_short(Exception(err.error_regex), 80)}), torchax {path} returned")
+        failed_at.append(i)
+    example = {"falsifying_example": f"Falsifying example: error_input(index={failed_at[0]})"} if failed_at else {}
+    observe.record(error_inputs=len(given), checked=min(len(given), cap or len(given)), raised=raised,
+                   torch_returned=torch_returned, failing_inputs=len(failures), **example)
+    if not raised and not failures:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name}: no error input torch raises on here ({len(given)} given)")
+    assert not failures, f"{len(failures)} of {len(raised) + len(failures)} error inputs: " + " | ".join(failures[:3])
+
+
+def _inplace_torch(info: Any, sample: Any, value: int) -> tuple[Any, Any]:
+    """(the input after the in-place call, what the call returned), torch eager on CPU."""
+    x = _clone(sample.input)
+    args, kwargs = _clone((sample.args, sample.kwargs))
+    seed(value)
+    returned = info.inplace_variant(x, *args, **kwargs)
+    return x, returned
+
+
+def _inplace_torchax(env: Any, path: str, info: Any, sample: Any) -> tuple[Any, Any, bool | None]:
+    """(the input after the in-place call, what it returned, whether that was the input itself: None
+    traced) on torchax: eagerly on a torchax tensor in the env, or traced (the input is a jit argument
+    the function updates and returns)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    tree = _on_jax((_clone(sample.input), _clone((sample.args, sample.kwargs))))
+    if path == "eager":
+        x, (args, kwargs) = env.to_xla(tree)
+        seed(0)
+        with env:
+            returned = info.inplace_variant(x, *args, **kwargs)
+        return x, returned, returned is x
+    leaves, spec = pytree.tree_flatten(tree)
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def traced(*tensors):
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        x, (args, kwargs) = pytree.tree_unflatten(filled, spec)
+        returned = info.inplace_variant(x, *args, **kwargs)
+        return x, returned
+
+    seed(0)
+    x, returned = torch_api.torchax_entry("interop.jax_jit")(traced)(*env.to_xla(tuple(leaves[i] for i in where)))
+    return x, returned, None
+
+
+def op_inplace_case(key: str, dtype: str, path: str, observe) -> None:
+    """The OpInfo's in-place variant (`x.add_(y)`) on its samples (the largest under the `ci` cap; a
+    sample that broadcasts its input has no in-place form and is left out, as OpInfo's own tests do):
+    where torch raises (an int tensor asked to hold a float result), torchax must; otherwise the
+    tensor torchax updated (eagerly: the very tensor; traced: the jit argument the function updated
+    and returned) and the call's result equal torch's updated input, in shape, dtype and value."""
+    require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    why_not = comparable(info, dtype)
+    failures: list[str] = []
+    failed_at: list[str] = []
+    stats = {"samples": 0, "torch_raised": 0, "returns_self": None}
+    with x64(x64_for(dtype)):
+        given = [(i, s) for i, s in enumerate(samples(info, dtype)) if not getattr(s, "broadcasts_input", False)]
+        for i, sample in sorted(_chosen([s for _i, s in given], sample_cap()), key=lambda t: t[0]):
+            index = given[i][0]
+            stats["samples"] += 1
+            try:
+                ref = _inplace_torch(info, sample, 0)
+            except Exception as exc:
+                stats["torch_raised"] += 1
+                try:
+                    _isolated(lambda e, inf, s: _inplace_torchax(e, path, inf, s), env, info, sample)
+                except Exception:
+                    continue
+                failures.append(f"sample {index}: torch raised {type(exc).__name__}, torchax {path} returned")
+                failed_at.append(f"index={index}")
+                continue
+            rng = not _same(ref, _inplace_torch(info, sample, 1))
+            try:
+                x, returned, is_self = _isolated(lambda e, inf, s: _inplace_torchax(e, path, inf, s), env, info, sample)
+                if is_self is not None:
+                    stats["returns_self"] = is_self if stats["returns_self"] is None else stats["returns_self"] and is_self
+                _compare(ref, (x, returned), dtype, info, values=not (why_not or rng))
+            except Exception as exc:
+                failures.append(f"sample {index} ({_describe(sample)}): {type(exc).__name__}: {_short(exc)}")
+                failed_at.append(f"index={index}")
+    example = {"falsifying_example": f"Falsifying example: inplace_sample({failed_at[0]})"} if failed_at else {}
+    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
+    if stats["samples"] == 0:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name} yields no sample for {dtype} on cpu that does not broadcast its input")
+    assert not failures, (f"{len(failures)} of {stats['samples']} samples: the in-place call differs from torch eager; "
+                          + " | ".join(failures[:3]))
+
+
+def _stale_outs(ref: Any) -> Any:
+    """out= for a result: a tensor of its shape and dtype (a tuple of them for several) holding other
+    values than torch's result wherever it can (NaN; an integer's lowest bit flipped; a bool negated),
+    so an out= tensor torchax never writes cannot pass by holding the right values already (an
+    empty one holds whatever its memory held)."""
+    import torch
+
+    def stale(t: Any) -> Any:
+        if t.dtype == torch.bool:
+            return ~t
+        if t.is_floating_point() or t.is_complex():
+            return torch.full_like(t, float("nan"))
+        return t ^ 1
+
+    return stale(ref) if isinstance(ref, torch.Tensor) else tuple(stale(t) for t in ref)
+
+
+def _out_torchax(env: Any, path: str, info: Any, sample: Any, outs: Any) -> tuple[Any, bool | None]:
+    """(the out= tensors after the call, whether the call returned them: None traced) on torchax."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    tree = _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs), outs))
+    if path == "eager":
+        args, kwargs, out = env.to_xla(tree)
+        seed(0)
+        with env:
+            returned = info(*args, **kwargs, out=out)
+        same = returned is out or (isinstance(out, tuple) and all(r is o for r, o in zip(returned, out)))
+        return out, same
+    leaves, spec = pytree.tree_flatten(tree)
+    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+
+    def traced(*tensors):
+        filled = list(leaves)
+        for i, t in zip(where, tensors):
+            filled[i] = t
+        args, kwargs, out = pytree.tree_unflatten(filled, spec)
+        info(*args, **kwargs, out=out)
+        return out
+
+    seed(0)
+    return torch_api.torchax_entry("interop.jax_jit")(traced)(*env.to_xla(tuple(leaves[i] for i in where))), None
+
+
+def op_out_case(key: str, dtype: str, path: str, observe) -> None:
+    """The OpInfo's out= form on its samples (the largest under the `ci` cap): torch writes out=
+    tensors of the result's shape and dtype (holding other values, see _stale_outs); torchax
+    (eagerly: the very tensors; traced: the jit arguments the function wrote and returned) must hold
+    torch's values in the same shape and dtype. A sample torch refuses, or whose result is not
+    tensors, has no out= to check and is counted, not run."""
+    torch = require("torch")
+    env = torchax_env()
+    info = opinfo(key)
+    why_not = comparable(info, dtype)
+    failures: list[str] = []
+    failed_at: list[str] = []
+    stats = {"samples": 0, "not_applicable": 0, "returns_out": None}
+    with x64(x64_for(dtype)):
+        given = samples(info, dtype)
+        for i, sample in _chosen(given, sample_cap()):
+            try:
+                result = _call(info, sample, 0)
+                if not (isinstance(result, torch.Tensor)
+                        or (isinstance(result, (tuple, list)) and result and all(isinstance(t, torch.Tensor) for t in result))):
+                    raise TypeError("not tensors")
+                outs = _stale_outs(result)
+                ref = _clone(outs)
+                seed(0)
+                info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs), out=ref)
+                again = _clone(outs)
+                seed(1)
+                info(*_clone((sample.input, *sample.args)), **_clone(sample.kwargs), out=again)
+            except Exception:
+                stats["not_applicable"] += 1
+                continue
+            stats["samples"] += 1
+            try:
+                out, same = _isolated(lambda e, inf, s: _out_torchax(e, path, inf, s, _clone(outs)), env, info, sample)
+                if same is not None:
+                    stats["returns_out"] = same if stats["returns_out"] is None else stats["returns_out"] and same
+                _compare(ref, out, dtype, info, values=not (why_not or not _same(ref, again)))
+            except Exception as exc:
+                failures.append(f"sample {i} ({_describe(sample)}): {type(exc).__name__}: {_short(exc)}")
+                failed_at.append(f"index={i}")
+    example = {"falsifying_example": f"Falsifying example: out_sample({failed_at[0]})"} if failed_at else {}
+    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
+    if stats["samples"] == 0:
+        import pytest
+
+        pytest.skip(f"OpInfo {info.name}: no sample in {dtype} on cpu that torch computes into out= tensors")
+    assert not failures, (f"{len(failures)} of {stats['samples']} samples: out= differs from torch eager; "
+                          + " | ".join(failures[:3]))
 
 
 def generated_forward(program: list[str], width: int, batch: int, seed: int, observe) -> None:
@@ -416,6 +660,9 @@ CORES = {
     "test_jit_boundary.py::test_jax_jit_of_a_function_returning_torch_return_types": jit_of_torch_return_types,
     "test_modules.py::test_the_pinned_example_runs_every_step_of_the_grammar": pinned_example_has_every_step,
     "test_ops.py::test_op": op_case,
+    "test_ops.py::test_op_error": op_error_case,
+    "test_ops.py::test_op_inplace": op_inplace_case,
+    "test_ops.py::test_op_out": op_out_case,
     "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
     "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),
     "test_modules.py::test_generated_forward_updates_buffers_as_torch_eager": (generated_buffers, EVERY_STEP),

@@ -184,6 +184,96 @@ def cases(asked: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
     return out
 
 
+# The variants of an OpInfo op beside its functional call (test_ops.py's other functions): its
+# error_inputs (torch raises, torchax must), its in-place variant (`x.add_(y)` updates x), its out=
+# form (`torch.add(x, y, out=o)` writes o). Each is a case of an OpInfo whose functional aten op
+# torchax registers (torchax routes `add_` and `add.out` through that op's lowering or not at all).
+VARIANTS = ("error", "inplace", "out")
+
+
+def has_variant(key: str, variant: str) -> bool:
+    info = opinfo(key)
+    if variant == "error":
+        return info.error_inputs_func is not None
+    if variant == "inplace":
+        return info.inplace_variant is not None
+    return bool(info.supports_out)
+
+
+def variant_cases(variant: str, asked: frozenset[str] = frozenset()) -> list[tuple[str, ...]]:
+    """The cases of one variant: (key, path) for `error` (an OpInfo's error inputs are not per dtype),
+    (key, dtype, path) for `inplace` and `out`, dtypes as cases() takes them; plus any case in `asked`."""
+    cap = dtype_cap()
+    out: list[tuple[str, ...]] = []
+    for e in entries():
+        if not e.covered_by or not has_variant(e.key, variant):
+            continue
+        if variant == "error":
+            out += [(e.key, p) for p in PATHS]
+            continue
+        dtypes = supported(e.key)
+        out += [(e.key, d, p) for i, d in enumerate(dtypes) for p in PATHS
+                if cap is None or i < cap or f"{e.key}-{d}-{p}" in asked]
+    return out
+
+
+# Error inputs per op in the `ci` profile (None: all of them, as `nightly` runs); SEAMS_OPINFO_ERRORS=N overrides.
+CI_ERRORS: int | None = None
+
+
+def error_cap() -> int | None:
+    """How many of an op's error inputs its case checks: None for all of them."""
+    given = os.environ.get("SEAMS_OPINFO_ERRORS", "").strip()
+    if given.isdigit():
+        return int(given) or None
+    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_ERRORS
+
+
+def error_inputs(info: Any) -> list[Any]:
+    """`list(info.error_inputs("cpu"))`, reseeded per input as OpInfo does (see samples())."""
+    return _reseeded(info.error_inputs_func(info, "cpu"))
+
+
+def seed(value: int) -> None:
+    """torch.manual_seed(value) on CPU, without its per-call cost: torch.manual_seed also queues a
+    lazy CUDA seeding with the caller's formatted stack (about 1 ms under pytest), and a case seeds
+    thousands of times. Every generator these cases draw from is CPU's default one."""
+    import torch
+
+    torch.default_generator.manual_seed(value)
+
+
+def samples(info: Any, dtype: str) -> list[Any]:
+    """`list(info.sample_inputs("cpu", dtype))` after torch.manual_seed(0), the same samples with the
+    same values (a standalone script rebuilds them with those public calls): OpInfo's iterator
+    reseeds torch, `random` and NumPy with common_utils.SEED before each sample, and looks for a
+    unittest frame on the stack twice per call (inspect.stack, slow under pytest); this reseeds
+    alike and looks for nothing (outside a torch TestCase there is none, so the seed is SEED)."""
+    import torch
+
+    seed(0)
+    return _reseeded(info.sample_inputs_func(info, "cpu", getattr(torch, dtype), False))
+
+
+def _reseeded(made: Any) -> list[Any]:
+    """Every item of an OpInfo generator, torch / random / NumPy reseeded with SEED before each."""
+    import random
+
+    import numpy as np
+
+    common_utils = require("torch.testing._internal.common_utils")
+    produced = iter(made)
+    out = []
+    while True:
+        seed(common_utils.SEED)
+        random.seed(common_utils.SEED)
+        np.random.seed(common_utils.SEED)
+        try:
+            out.append(next(produced))
+        except StopIteration:
+            return out
+
+
 def coverage() -> dict[str, Any]:
     """The coverage table: every OpInfo, whether it is a case, and if not, why."""
     rows = [{"opinfo": e.name + (f" ({e.variant})" if e.variant else ""), "aten": e.aten, "key": e.key,

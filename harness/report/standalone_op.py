@@ -1,0 +1,284 @@
+"""Standalone reproducers of the OpInfo op cases (suites/torchax_ops/test_ops.py): the op, the sample,
+the two results, in about 30 lines (issue 27), where the family's core inlined is about 400.
+
+The generic exporter (harness.report.standalone) inlines a scenario's core; an op case's core is the
+family's whole comparison machinery (the op space, sample choice, tolerances, both paths), most of it
+unused by any one case. This writes the case out instead: look the OpInfo up in op_db, rebuild the
+sample the case ran (OpInfo regenerates it from the same seeds: the index the failing run recorded,
+or else the one the `ci` profile takes, the largest), call it with torch eager on CPU and with
+torchax (in its env, or traced through `interop.jax_jit`: the path of the id), print both and check
+what the case checks, in its words (a known issue's `match` reads the script's output as it reads
+the case's message): the output leaves, that each is a torchax Tensor, shapes and dtypes, then the
+values within torch's default tolerance for the dtype, widened to the OpInfo's own overrides for
+CPU, unless two torch runs with different seeds differ (a random op). A random op traced must leave
+the env's PRNG key concrete.
+
+Every part of the id (op, variant, dtype, path) is checked against a grammar and embedded as a
+literal; so is the failing run's sample (an index and a flag, read from the run's recorded example:
+`Falsifying example: sample(index=7, ties=True)`), never its text.
+
+What the script does not redo: a sample the run did not name is the `ci` choice (the largest), so a
+failure only a later sample or only the tied copy shows needs the run's example; values of an op
+OpInfo itself declines to compare across devices (`empty_like` and kin) are compared (a failing case
+of such an op fails on structure first, where the script fails too).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from harness.report.examples import failing_example
+from harness.report.standalone import NoStandalone, _header, run_env
+
+OP_CASE = "suites/torchax_ops/test_ops.py::test_op["
+# the op's other forms (test_ops.py: its error inputs, its in-place variant, its out= form), by test function
+KINDS = {"suites/torchax_ops/test_ops.py::test_op[": "op", "suites/torchax_ops/test_ops.py::test_op_error[": "error",
+         "suites/torchax_ops/test_ops.py::test_op_inplace[": "inplace", "suites/torchax_ops/test_ops.py::test_op_out[": "out"}
+DTYPES = ("float32", "float64", "bfloat16", "int64", "bool")
+PATHS = ("eager", "jit")
+# KEY-DTYPE-PATH (KEY-PATH for error inputs, which carry their own dtypes), KEY = aten.NAME, an OpInfo
+# variant in parentheses, `@` and the OpInfo's name where two OpInfos share both (suites/torchax_ops/
+# opspace.py writes them so; names are of [A-Za-z0-9_.] only).
+_NAME = r"[A-Za-z_][A-Za-z0-9_.]*"
+_KEY = rf"aten\.(?P<aten>{_NAME})(?:\((?P<variant>{_NAME})\))?(?:@(?P<name>{_NAME}))?"
+_ID = re.compile(rf"{_KEY}-(?P<dtype>{'|'.join(DTYPES)})-(?P<path>{'|'.join(PATHS)})")
+_ERROR_ID = re.compile(rf"{_KEY}-(?P<path>{'|'.join(PATHS)})")
+# torch.testing.assert_close's defaults (rtol, atol) per dtype, which the case widens by the OpInfo's
+# overrides; integers and bool are exact.
+_DEFAULT_TOL = {"float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7), "bfloat16": (1.6e-2, 1e-5)}
+
+
+def is_op_case(case_id: str) -> bool:
+    return case_id.startswith(tuple(KINDS))
+
+
+def parse_op_case(case_id: str) -> dict[str, str]:
+    """The id's parts, each checked (NoStandalone if the id is not one this family writes)."""
+    prefix = next((p for p in KINDS if case_id.startswith(p)), "")
+    rest = case_id[len(prefix):] if prefix else ""
+    kind = KINDS.get(prefix, "")
+    m = (_ERROR_ID if kind == "error" else _ID).fullmatch(rest[:-1]) if rest.endswith("]") else None
+    if m is None:
+        raise NoStandalone(f"{case_id}: not an op case id of suites/torchax_ops (aten.OP-DTYPE-PATH)")
+    return {"kind": kind, "dtype": "", **{k: v or "" for k, v in m.groupdict().items()}}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the case's run knew and its id does not: the sample it failed on, and how it compared."""
+
+    index: int | None = None  # the failing sample's index in OpInfo's samples (None: the ci choice, the largest)
+    ties: bool = False        # its tied copy (floating input reduced to its signs) failed
+    values: bool = True       # values were compared (False: a random op, or one OpInfo compares by structure only)
+    rtol: float | None = None  # the OpInfo's override for this dtype on CPU (None: torch's default for each output)
+    atol: float | None = None
+    recorded: bool = False     # read from the run (else the script works values and tolerance out itself)
+
+
+_FACTS = [f.name for f in fields(Facts) if f.name != "recorded"]
+
+
+def run_facts(example: str | None) -> Facts:
+    """The facts the failing run recorded as its example (`Falsifying example: sample(index=7, ties=True, ...)`),
+    each a literal of its type (data, never code); Facts() where the run recorded none or any is not."""
+    only = re.fullmatch(r"Falsifying example: (?:error_input|inplace_sample|out_sample)\(index=([0-9]{1,6})\)", example or "")
+    if only:  # the op's other forms record only which sample or error input failed
+        return Facts(index=int(only.group(1)))
+    got, _why = failing_example(example, _FACTS)
+    if not got:
+        return Facts()
+    ok = {"index": lambda v: v is None or (type(v) is int and v >= 0), "ties": lambda v: type(v) is bool,
+          "values": lambda v: type(v) is bool, "rtol": _tolerance, "atol": _tolerance}
+    if not all(ok[k](v) for k, v in got.items()):
+        return Facts()
+    return Facts(**got, recorded=set(got) == set(_FACTS))
+
+
+def _tolerance(v: Any) -> bool:
+    return v is None or (type(v) in (int, float) and math.isfinite(v) and v >= 0)
+
+
+_SWAP = "lambda x: 'jax' if isinstance(x, (str, torch.device)) and str(x) == 'cpu' else x"
+# per kind: the sample's arguments as one tree `a` (what is copied, moved to torchax, traced), torch's
+# call on it (statements ending in `TARGET = <output leaves>`), and the traced function's return
+_ARGS = {"op": "args = ((sample.input, *sample.args), sample.kwargs)",
+         "inplace": "args = (sample.input, sample.args, sample.kwargs)",
+         "out": "args = ((sample.input, *sample.args), sample.kwargs, stale(result) if isinstance(result, torch.Tensor)"
+                " else tuple(map(stale, result)))  # out=: torch's shapes and dtypes, never its values"}
+
+
+def _call(kind: str, target: str) -> list[str]:
+    if kind == "op":
+        return [f"{target} = pt.tree_leaves(info(*a[0], **a[1]))"]
+    if kind == "inplace":
+        return [f"{target} = pt.tree_leaves((a[0], info.inplace_variant(a[0], *a[1], **a[2])))  # the tensor, then the result"]
+    return ["info(*a[0], **a[1], out=a[2])", f"{target} = pt.tree_leaves(a[2])"]
+
+
+_TRACED_RETURN = {"op": ["out = info(*a[0], **a[1])",
+                         "return tuple(out) if type(out).__module__ == 'torch.return_types' else out"],
+                  "inplace": ["return a[0], info.inplace_variant(a[0], *a[1], **a[2])"],
+                  "out": ["info(*a[0], **a[1], out=a[2])", "return a[2]"]}
+
+
+def _traced(path: str, body: list[str], target: str) -> list[str]:
+    """The call on torchax: in its env (`eager`), or traced through interop.jax_jit (`jit`: the tensors of
+    `on_jax` are the jit arguments, the rest static), its result as `target`."""
+    if path == "eager":
+        return ["a = env.to_xla(on_jax)", "with env:", *(f"    {line}" for line in body)]
+    return ["flat, spec = pt.tree_flatten(on_jax)",
+            "pos = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]",
+            "def traced(*ts):  # the sample's tensors are the jit arguments, the rest static",
+            "    a = pt.tree_unflatten([ts[pos.index(i)] if i in pos else x for i, x in enumerate(flat)], spec)",
+            *(f"    {line}" for line in body),
+            f"{target} = torchax.interop.jax_jit(traced)(*env.to_xla([flat[i] for i in pos]))"]
+
+
+def _match(parts: Mapping[str, str]) -> str:
+    match = [f"o.aten_name == {parts['aten']!r}", f"o.variant_test_name == {parts['variant']!r}"]
+    match += [f"o.name == {parts['name']!r}"] if parts["name"] else []
+    return f"info = next(o for o in op_db if {' and '.join(match)})"
+
+
+_IMPORTS = ["import jax, torch, torchax", "from torch.testing._internal.common_methods_invocations import op_db",
+            "from torch.utils import _pytree as pt", "", 'if __name__ == "__main__":']
+
+
+def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
+    kind, dtype, path = parts["kind"], parts["dtype"], parts["path"]
+    if kind == "error":
+        return _error_body(parts, facts)
+    if not facts.recorded:  # no run to read them from: worked out as the case does
+        tol = [f"over = [d.d[torch.{dtype}] for x in info.decorators for d in getattr(x, 'decorators', [x])"
+               f" if getattr(x, 'device_type', None) in (None, 'cpu') and torch.{dtype} in (getattr(d, 'd', None) or {{}})]"
+               "  # the OpInfo's toleranceOverride (atol, rtol) / precisionOverride (atol) for CPU",
+               f"tol = dict(rtol=max([{_DEFAULT_TOL.get(dtype, (0.0, 0.0))[0]!r}] + [getattr(v, 'rtol', 0) for v in over]),"
+               f" atol=max([{_DEFAULT_TOL.get(dtype, (0.0, 0.0))[1]!r}] + [getattr(v, 'atol', v) for v in over])) if over else {{}}"]
+    elif facts.rtol is None or facts.atol is None:
+        tol = ["tol = {}  # torch's default for each output's dtype (the OpInfo overrides none)"]
+    else:
+        tol = [f"tol = dict(rtol={facts.rtol!r}, atol={facts.atol!r})  # the OpInfo's own override for {dtype} on CPU"]
+    given = f"info.sample_inputs('cpu', torch.{dtype})"
+    if kind == "inplace":  # a sample that broadcasts its input has no in-place form (OpInfo's tests leave it out)
+        given = f"(s for s in {given} if not s.broadcasts_input)"
+    lines = [
+        *_IMPORTS,
+        f"jax.config.update('jax_enable_x64', {dtype in ('float64', 'int64')})  # as the case runs {dtype}",
+        _match(parts),
+        "torch.manual_seed(0)  # OpInfo draws its samples from torch's generator",
+        (f"sample = list(info.sample_inputs('cpu', torch.{dtype}))[{facts.index}]  # the failing run's"
+         if facts.index is not None else
+         f"sample = max({given}, key=lambda s: sum(t.numel() for t in"
+         " pt.tree_leaves((s.input, s.args, s.kwargs)) if isinstance(t, torch.Tensor)))  # the ci profile's: the largest"),
+    ]
+    if facts.ties:
+        lines.append("sample.input = sample.input.sign()  # the case's tied copy: equal values abound")
+    if kind == "out":
+        lines += ["result = info(*pt.tree_map_only(torch.Tensor, torch.clone, (sample.input, *sample.args)), **sample.kwargs)",
+                  "stale = lambda t: ~t if t.dtype == torch.bool else t ^ 1 if not (t.is_floating_point() or t.is_complex())"
+                  " else torch.full_like(t, float('nan'))"]
+    lines += [
+        _ARGS[kind],
+        "print('sample:', sample.summary())",
+        "torch.manual_seed(0)",
+        "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample",
+        *_call(kind, "want"),
+        *([] if facts.recorded else [
+            "torch.manual_seed(1)  # a second draw: values are compared unless it differs (a random op)",
+            "a = pt.tree_map_only(torch.Tensor, torch.clone, args)",
+            *_call(kind, "again"),
+            "values = all(torch.equal(x.nan_to_num(), y.nan_to_num()) if isinstance(x, torch.Tensor) else x == y or x != x"
+            " for x, y in zip(want, again))",
+            "values &= 'wrapper_set_seed' not in getattr(getattr(info.op, '__code__', None), 'co_names', ())"
+            "  # OpInfo's mark of a random op, and its skip of comparing values across devices:",
+            f"values &= not any(getattr(x, 'test_name', None) == 'test_compare_cpu' and x.device_type in (None, 'cpu')"
+            f" and torch.{dtype} in (x.dtypes or [torch.{dtype}]) and any(getattr(d, '__name__', '') == 'decorator'"
+            " for d in x.decorators) for x in info.decorators)"]),
+        "env = torchax.default_env()",
+        "env.manual_seed(0)",
+        # the device the sample names (a factory's device=, to()'s argument) is torchax's
+        f"on_jax = pt.tree_map({_SWAP}, args)",
+    ]
+    if path == "eager":
+        lines += _traced(path, _call(kind, "got"), "got")
+    else:
+        lines += _traced(path, _TRACED_RETURN[kind], "got")
+        lines += ["got = pt.tree_leaves(got)",
+                  "assert 'Tracer' not in type(env.prng_key).__name__, \"the call left a JAX tracer as the env's PRNG key\""]
+    lines += [
+        "print('torch:', want, '\\ntorchax:', got)",
+        *tol,
+        "assert len(want) == len(got), f'{len(got)} output leaves where torch gives {len(want)}'",
+        "for n, (w, g) in enumerate(zip(want, got)):",
+        "    if isinstance(w, torch.Tensor):",
+        "        assert isinstance(g, torchax.tensor.Tensor), f'output {n}: {type(g)} where a torchax Tensor is due'",
+        "        assert g.shape == w.shape, f'output {n}: shape {tuple(g.shape)} where torch gives {tuple(w.shape)}'",
+        "        assert g.dtype == w.dtype, f'output {n}: dtype {g.dtype} where torch gives {w.dtype}'",
+        "    g = g.torch() if isinstance(w, torch.Tensor) else g.torch().item() if isinstance(g, torchax.tensor.Tensor) else g",
+    ]
+    check = ("torch.testing.assert_close(g, w, equal_nan=True, check_device=False, check_stride=False, "
+             "msg=lambda m: f'output {n}: {m}', **tol)")
+    if facts.recorded and facts.values:
+        lines.append(f"    {check}")
+    else:  # a random op's tensors are compared by structure (a non-tensor output by value)
+        why = "" if not facts.recorded else "  # the run compared this op's tensors by structure only"
+        lines += [f"    if {'values or ' if not facts.recorded else ''}not isinstance(w, torch.Tensor):{why}", f"        {check}"]
+    return lines
+
+
+def _error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
+    """OpInfo's error inputs for the op (the failing run's one, or all of them as the case checks them):
+    where torch raises, torchax must raise too."""
+    path = parts["path"]
+    which = (f"[{facts.index}]:  # the failing run's error input" if facts.index is not None else
+             "range(len(errors)):  # every error input, as the case checks them")
+    call = ["got = info(*a[0], **a[1])"]
+    return [
+        *_IMPORTS,
+        _match(parts),
+        "errors = list(info.error_inputs('cpu'))",
+        "env = torchax.default_env()",
+        f"for i in {which}",
+        "    sample = errors[i].sample_input",
+        "    args = ((sample.input, *sample.args), sample.kwargs)",
+        "    jax.config.update('jax_enable_x64', any(isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.int64,"
+        " torch.complex128) for t in pt.tree_leaves(args)))  # as the case runs 64-bit inputs",
+        "    print(f'error input {i}:', sample.summary())",
+        "    try:",
+        "        a = pt.tree_map_only(torch.Tensor, torch.clone, args)",
+        "        info(*a[0], **a[1])",
+        "    except Exception as exc:",
+        "        raised = exc",
+        "        print('torch raises:', repr(exc)[:300])",
+        "    else:",
+        "        print('torch accepts it here: not checked')",
+        "        continue",
+        f"    on_jax = pt.tree_map({_SWAP}, args)",
+        "    try:",
+        *(f"        {line}" for line in _traced(path, call if path == "eager" else ["return info(*a[0], **a[1])"], "got")),
+        "    except Exception as exc:",
+        "        print('torchax raises:', repr(exc)[:300])",
+        "    else:",
+        f"        raise AssertionError(f'error input {{i}}: torch raises {{type(raised).__name__}}, torchax {path} returned {{got}}')",
+    ]
+
+
+def export_op_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None = None,
+                     example: str | None = None) -> str:
+    """The short standalone reproducer of one OpInfo op case on one cell."""
+    parts = parse_op_case(case_id)
+    facts = run_facts(example)
+    what = "error input" if parts["kind"] == "error" else "sample"
+    note = (f"the failing run's {what} {facts.index}" + (" (its tied copy)" if facts.ties else "")
+            if facts.index is not None else None)
+    lines = _header(case_id, cell, expectation, note)
+    env = run_env(cell)
+    if env:
+        lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
+    body = _body(parts, facts) + ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
+    main = body.index('if __name__ == "__main__":') + 1  # the imports above it, the run in it
+    lines += body[:main] + [f"    {line}" if line else line for line in body[main:]] + [""]
+    return "\n".join(lines)

@@ -126,3 +126,45 @@ def test_a_census_that_sees_an_api_outside_its_range_is_api_drift():
     assert verdict == "api-drift" and basis.api == "jax.experimental.shard_map"
     assert judge_case("pass", [], None, {"census": rec}, {"jax": "0.7.2"}, ranges)[0] == "ok"
     assert judge_case("pass", [], None, {"census": "not a record"}, {"jax": "0.10.2"}, ranges)[0] == "ok"
+
+
+def _site(tmp_path: Path, dists: dict[str, list[str]]) -> Path:
+    """Installed distributions (name -> its Requires-Dist lines), each with a package of its name."""
+    site = tmp_path / "site"
+    for name, requires in dists.items():
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                                       + "".join(f"Requires-Dist: {r}\n" for r in requires))
+        (info / "top_level.txt").write_text(name + "\n")
+    return site
+
+
+BRIDGE_REQUIRES = ["jaxy[cpu]; extra == 'cpu'", "jaxy[gpu]; extra == 'cuda'", "gpuonly; extra == 'cuda'"]
+
+
+def test_an_extra_counts_as_declared_only_where_the_env_holds_what_it_requires(tmp_path, monkeypatch):
+    """`pip install bridge` cannot be told from `pip install bridge[cpu]` minus jaxy: an extra whose packages
+    are absent was not asked for, so a package only it declares is undeclared for this install."""
+    from suites.coexist.declared import chosen_extras, declared_closure, undeclared
+
+    monkeypatch.syspath_prepend(str(_site(tmp_path, {"bridgex": BRIDGE_REQUIRES, "jaxy": ["numpyx", "cpuonly; extra == 'cpu'"],
+                                                      "numpyx": [], "cpuonly": []})))
+    assert chosen_extras("bridgex") == {"cpu"}  # gpuonly is not installed: the cuda extra was not chosen
+    assert declared_closure("bridgex") == {"bridgex", "jaxy", "numpyx", "cpuonly"}  # jaxy's cpu extra followed
+    record = {"first": {"jaxy": "bridgex", "numpyx": "bridgex.core"}, "missing": []}
+    assert undeclared("bridgex", record) == []
+
+
+def test_a_bridge_installed_without_its_extras_names_the_package_only_an_extra_declares(tmp_path, monkeypatch):
+    from suites.coexist.declared import chosen_extras, declared_closure, undeclared
+
+    site = _site(tmp_path, {"bridgex": BRIDGE_REQUIRES, "numpyx": []})
+    monkeypatch.syspath_prepend(str(site))
+    assert chosen_extras("bridgex") == set() and declared_closure("bridgex") == {"bridgex"}
+    # `import bridgex` fails on `import jaxy` in bridgex/__init__.py; numpyx (the harness's, say) imported by luck
+    record = {"first": {"jaxy": "bridgex", "numpyx": "bridgex.core"},
+              "missing": [{"package": "jaxy", "step": "import bridgex", "file": str(site / "bridgex" / "__init__.py")}]}
+    assert undeclared("bridgex", record) == [
+        {"package": "jaxy", "module": "bridgex", "installed": "no (import bridgex)", "only_in_extras": "cpu, cuda"},
+        {"package": "numpyx", "module": "bridgex.core", "installed": "yes"}]

@@ -93,3 +93,78 @@ def test_env_cache_key_changes_with_pins_only():
     a, b = m.cell("jax060-cpu"), m.cell("jax053-cpu")
     assert a.key() != b.key()
     assert a.key() == load_matrix().cell("jax060-cpu").key()
+
+
+def test_import_may_fail_names_pinned_packages_only(tmp_path):
+    m = load_matrix(_write(tmp_path, """
+        include:
+          - {name: t-cpu, pins: {torchax: 0.0.13, torch: 2.13.0}, import_may_fail: [Torchax]}
+          - {name: u-cpu, pins: {torchax: 0.0.13}}
+    """))
+    t, u = m.cell("t-cpu"), m.cell("u-cpu")
+    assert t.import_may_fail == ("torchax",) and u.import_may_fail == ()
+    assert t.describe()["import_may_fail"] == ["torchax"] and "import_may_fail" not in u.describe()
+    # an env checked without the import is never reused as one checked with it
+    assert t.with_pins("t-cpu", {}).key() == t.key() != load_matrix(_write(tmp_path, """
+        include:
+          - {name: t-cpu, pins: {torchax: 0.0.13, torch: 2.13.0}}
+    """)).cell("t-cpu").key()
+    msg = _error(tmp_path, "include:\n  - {name: a-cpu, pins: {jax: 0.6.0}, import_may_fail: [torchax]}\n")
+    assert ":2: import_may_fail names 'torchax', which the cell does not pin; pinned: jax, jaxlib" in msg
+    assert "unknown key 'import_may_fail' in defaults" in _error(tmp_path, "defaults: {import_may_fail: [jax]}\n")
+
+
+def test_the_default_matrix_installs_torchax_with_only_what_it_declares():
+    """torchax0013declared-cpu: `pip install torchax==0.0.13` and the harness's own packages, nothing else
+    (no extra, no torch, no jax: torchax 0.0.13 declares none of them outside its extras)."""
+    from harness.cells.cell import RUNTIME_REQUIREMENTS
+
+    cell = load_matrix().cell("torchax0013declared-cpu")
+    assert cell.requirements() == ["torchax==0.0.13", *RUNTIME_REQUIREMENTS]
+    assert cell.import_may_fail == ("torchax",) and cell.install_line() == "pip install torchax==0.0.13"
+    # the declared-only torch_xla cell: torch_xla's pins (torch beside it, jax as its pallas extra pins) and no extras
+    noflax = load_matrix().cell("xla29noflax-cpu")
+    assert noflax.extras == () and set(noflax.pins) == {"torch", "torch-xla", "jax", "jaxlib"}
+
+
+def test_the_default_matrix_builds_the_newest_torch_with_torchax_although_it_cannot_import():
+    cell = load_matrix().cell("torchax0013torch213-cpu")
+    assert cell.pins == {"torchax": "0.0.13", "torch": "2.13.0", "jax": "0.10.2", "jaxlib": "0.10.2"}
+    assert cell.import_may_fail == ("torchax",)  # the census and the torchax cases report it, not an env-error
+
+
+def _fake_env(tmp_path: Path, packages: dict[str, tuple[str, str]]) -> Path:
+    """An interpreter seeing only `packages` (name -> (version, its __init__.py)) beside the stdlib."""
+    import stat
+    import sys
+
+    site = tmp_path / "site"
+    for name, (version, source) in packages.items():
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text(source)
+    exe = tmp_path / "bin" / "python"
+    exe.parent.mkdir()
+    exe.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return exe
+
+
+def test_a_pin_whose_import_may_fail_is_checked_by_its_metadata_and_left_to_the_tests(tmp_path):
+    from harness.cells.cell import Cell
+    from harness.cells.envs import EnvError, verify
+
+    python = _fake_env(tmp_path, {"torchax": ("0.0.13", "import jax\n")})
+    plain = Cell(name="t-cpu", device="cpu", pins={"torchax": "0.0.13"})
+    with pytest.raises(EnvError, match=r"^torchax==0.0.13: import torchax failed: ModuleNotFoundError: No module named 'jax'$"):
+        verify(python, plain)
+    may_fail = Cell(name="t-cpu", device="cpu", pins={"torchax": "0.0.13"}, import_may_fail=("torchax",))
+    assert verify(python, may_fail) == {"torchax": "0.0.13"}
+    # the version is still checked, and a package that is not installed is still an env-error
+    with pytest.raises(EnvError, match=r"torchax: pinned 0.0.14 but installed 0.0.13"):
+        verify(python, may_fail.with_pins("t-cpu", {"torchax": "0.0.14"}))
+    with pytest.raises(EnvError, match=r"^torch==2.13.0: not installed"):
+        verify(python, Cell(name="t-cpu", device="cpu", pins={"torchax": "0.0.13", "torch": "2.13.0"},
+                            import_may_fail=("torchax", "torch")))

@@ -46,6 +46,10 @@ class Cell:
     # Packages from a wheel file, a source tree or a git ref (harness.cells.sources): package -> the
     # source, resolved (SHA or content hash, declared version) before the env is built.
     sources: dict[str, dict] = field(default_factory=dict)
+    # Pinned packages whose import may fail in this cell: the env check reads their version from the
+    # installed metadata and leaves the failing import to the tests, where it is the finding (torchax
+    # 0.0.13 with torch 2.13; torchax installed with only what its metadata declares).
+    import_may_fail: tuple[str, ...] = ()
 
     def requirements(self) -> list[str]:
         """Requirement strings for uv: pins (with the device's extras), extras, runtime deps."""
@@ -75,6 +79,8 @@ class Cell:
         if self.sources:  # the commit or content hash of each source (a dirty tree's edits included)
             parts["sources"] = {pkg: [s.get("sha"), s.get("content_hash"), s.get("subdir")]
                                 for pkg, s in self.sources.items()}
+        if self.import_may_fail:  # only when set: an env checked without the import is never reused as one checked with it
+            parts["import_may_fail"] = sorted(self.import_may_fail)
         blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -97,7 +103,7 @@ class Cell:
         return Cell(name=name, device=self.device, pins=merged, extras=self.extras, env=dict(self.env),
                     timeout_s=self.timeout_s, index_url=self.index_url, find_links=self.find_links,
                     runs_on=self.runs_on, source=self.source, floating=dict(self.floating),
-                    extra_index_urls=self.extra_index_urls,
+                    extra_index_urls=self.extra_index_urls, import_may_fail=self.import_may_fail,
                     sources={k: v for k, v in self.sources.items() if k not in pins})
 
     def describe(self) -> dict:
@@ -106,6 +112,7 @@ class Cell:
                 "env": redact_all(self.run_env()), "timeout_s": self.timeout_s, "install_line": self.install_line(),
                 "runs_on": self.runs_on, "source": self.source,
                 **({"floating": self.floating} if self.floating else {}),
+                **({"import_may_fail": list(self.import_may_fail)} if self.import_may_fail else {}),
                 **({"sources": redact_all(self.sources)} if self.sources else {})}
 
 def is_url(text: str) -> bool:

@@ -10,6 +10,11 @@ A matrix file:
     exclude: [{stack: jax060, device: tpu}]
     include:                     # explicit cells beyond the product
       - {name: xla29-cpu, device: cpu, pins: {torch: 2.9.0, torch_xla: 2.9.0}, extras: [flax==0.12.0]}
+      - {name: t-cpu, pins: {torchax: 0.0.13}, import_may_fail: [torchax]}   # its import failing is the finding
+
+`import_may_fail`: pinned packages whose import may fail in the cell. The env check then takes their
+version from the installed metadata and leaves the import to the tests, where its failure is what
+the cell is for (otherwise a pinned package that does not import makes the cell an env-error).
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ from harness.paths import MATRICES_DIR
 DEFAULT_MATRIX = MATRICES_DIR / "default.yaml"
 
 _TOP_KEYS = {"schema", "description", "defaults", "stacks", "devices", "exclude", "include"}
-_CELL_KEYS = {"pins", "extras", "env", "timeout_s", "index_url", "find_links", "runs_on"}
+_CELL_KEYS = {"pins", "extras", "env", "timeout_s", "index_url", "find_links", "runs_on", "import_may_fail"}
 _STACK_KEYS = _CELL_KEYS
 _INCLUDE_KEYS = _CELL_KEYS | {"name", "device"}
-_DEFAULT_KEYS = _CELL_KEYS - {"pins"} | {"device"}
+_DEFAULT_KEYS = _CELL_KEYS - {"pins", "import_may_fail"} | {"device"}
 # Names users type on a command line and tox takes as env names: no shell metacharacters.
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*\Z")
 _CELL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*-(cpu|gpu|tpu)\Z")
@@ -217,6 +222,7 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
     env: dict[str, str] = {}
     extras: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    may_fail: tuple[str, ...] = ()
     timeout_s, index_url, runs_on = 300, None, None
     for part in parts:
         if not part:
@@ -232,6 +238,8 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
         env.update(_env(ctx, part.get("env"), part))
         extras += _extras(ctx, part.get("extras"), part)
         find_links += _strings(ctx, part.get("find_links"), "find_links", part)
+        if "import_may_fail" in part:  # a later part's list replaces an earlier one's
+            may_fail = tuple(canonicalize_name(p) for p in _strings(ctx, part["import_may_fail"], "import_may_fail", part))
         if "timeout_s" in part:
             t = part["timeout_s"]
             if isinstance(t, bool) or not isinstance(t, int) or t <= 0:
@@ -245,9 +253,13 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
         raise ctx.err(node, None, f"cell {name!r} pins nothing; add pins such as {{jax: 0.6.0}}")
     if "jax" not in sources:  # a jax source is paired with its jaxlib by rule when resolved
         pins = _complete_pins(ctx, pins, node)
+    for pkg in may_fail:
+        if pkg not in pins and pkg not in sources:
+            raise ctx.err(node, "import_may_fail", f"import_may_fail names {pkg!r}, which the cell does not pin; "
+                                                   f"pinned: {', '.join(sorted({**pins, **sources}))}")
     return Cell(name=name, device=device, pins=pins, extras=extras, env=env, timeout_s=timeout_s,
                 index_url=index_url, find_links=find_links, runs_on=runs_on,
-                source=f"{ctx.path}:{line_of(node)}", sources=sources)
+                source=f"{ctx.path}:{line_of(node)}", sources=sources, import_may_fail=may_fail)
 
 
 def _load_one(path: Path) -> list[Cell]:

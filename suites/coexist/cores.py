@@ -69,8 +69,9 @@ def torch_feature_is_unchanged_by_importing(bridge, feature, observe=None):
     """After importing the bridge (and jax), a torch feature behaves as in a fresh process without it."""
     b = _need(bridge)
     _need_package("jax")
+    _need_package("torch")  # a bridge installed without torch (torchax declares none) has nothing to live with
+    after = facts((bridge, "jax"))[feature]  # first: where the bridge does not import, no baseline is needed
     fresh = facts(BASELINE)[feature]
-    after = facts((bridge, "jax"))[feature]
     if observe is not None:
         observe["facts"] = {"fresh process": fresh, f"after import {bridge}": after}
     diffs = differences(fresh, after)
@@ -83,6 +84,7 @@ def import_order_gives_the_same_results(bridge, observe=None):
     features, jax's state and a call through the bridge."""
     b = _need(bridge)
     _need_package("jax")
+    _need_package("torch")
     jax_first = facts(("jax", bridge), compile_too=False)  # torch.compile is compared by the case above
     bridge_first = facts((bridge, "jax"))
     if observe is not None:
@@ -102,8 +104,9 @@ def bridge_imports_only_what_it_declares(bridge, observe=None):
         observe["imports"] = {"steps": record["steps"], "undeclared": found}
     assert not found, (f"{b.label}: importing it and calling its entry points needs {len(found)} package(s) "
                        f"its metadata does not declare:\n  "
-                       + "\n  ".join(f"{e['package']} (imported by {e['module']}; installed: {e['installed']})"
-                                     for e in found))
+                       + "\n  ".join(f"{e['package']} (imported by {e['module']}; installed: {e['installed']}"
+                                     + (f"; declared only by its extra(s) {e['only_in_extras']}" if e.get("only_in_extras") else "")
+                                     + ")" for e in found))
 
 
 CORES = {

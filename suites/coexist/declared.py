@@ -5,9 +5,13 @@ against what its distribution's metadata declares.
 module that imported it; a ModuleNotFoundError on the way is recorded with the module that raised
 it. `undeclared(...)` keeps the imports made by the bridge's own modules (those its distribution
 installs: torch_xla and, from 2.8, the torchax it bundles) of packages outside what its metadata
-declares: the transitive closure of its Requires-Dist, every extra included (`pip install
-torchax[cpu]` is a declaration too). Packages those declared packages import are theirs, not the
-bridge's. The standard library is never a dependency.
+declares: the transitive closure of its Requires-Dist, with each of its own extras this env holds
+(`pip install torchax[cpu]` is a declaration too; an extra whose packages are absent was not asked
+for). Packages those declared packages import are theirs, not the bridge's. The standard library is
+never a dependency. The harness's own packages (pytest, numpy, pyyaml, hypothesis ...:
+harness/cells/cell.py RUNTIME_REQUIREMENTS) are in every cell but never count as declared: a bridge
+module importing one is reported as undeclared, "installed: yes" (the import worked by luck), like
+any package the matrix added.
 """
 
 from __future__ import annotations
@@ -112,34 +116,75 @@ _REQ = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;
 _EXTRA = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 
 
+def _requirements(name: str) -> list[tuple[str, list[str], str | None]]:
+    """(package, its extras asked for, the extra of `name` this requirement belongs to, or None)
+    for each Requires-Dist of an installed distribution; empty where it is not installed."""
+    try:
+        requires = distribution(name).requires or []
+    except PackageNotFoundError:
+        return []
+    out = []
+    for req in requires:
+        m = _REQ.match(req)
+        if m:
+            wanted = _EXTRA.search(m.group(3) or "")
+            out.append((_name(m.group(1)), [_name(x) for x in (m.group(2) or "").split(",") if x.strip()],
+                        _name(wanted.group(1)) if wanted else None))
+    return out
+
+
+def _installed(name: str) -> bool:
+    try:
+        distribution(name)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def chosen_extras(dist: str) -> set[str]:
+    """The bridge's own extras this env holds: those whose every requirement is installed. An env
+    does not record which extras pip was asked for, and `pip install torchax[cpu]` cannot be told
+    from jax installed by hand; an extra whose packages are absent was not chosen (a plain
+    `pip install torchax`), so what only it declares is not declared for this install."""
+    by_extra: dict[str, list[str]] = {}
+    for pkg, _asked, extra in _requirements(_name(dist)):
+        if extra is not None:
+            by_extra.setdefault(extra, []).append(pkg)
+    return {extra for extra, pkgs in by_extra.items() if all(_installed(p) for p in pkgs)}
+
+
+def extras_declaring(dist: str, package: str) -> list[str]:
+    """The bridge's own extras that require `package` (what `pip install BRIDGE[EXTRA]` would bring)."""
+    return sorted({extra for pkg, _asked, extra in _requirements(_name(dist))
+                   if extra is not None and pkg == _name(package)})
+
+
 def declared_closure(dist: str) -> set[str]:
-    """The distribution and everything its Requires-Dist reaches among installed dists: every extra
-    of the bridge itself (`pip install torchax[cpu]` is a declaration too), then for each package
-    reached only the extras it was asked for (jax[cpu] brings jax's cpu extra, not its test one).
+    """The distribution and everything its Requires-Dist reaches among installed dists: its base
+    requirements and those of its own extras this env holds (chosen_extras: `pip install
+    torchax[cpu]` is a declaration too), then for each package reached its base requirements and
+    only the extras it was asked for (jax[cpu] brings jax's cpu extra, not its test one).
     Markers other than `extra` are taken as true: over-including only ever hides a finding."""
+    root = _name(dist)
+    chosen = chosen_extras(root)
     seen: set[tuple[str, str]] = set()
-    todo: list[tuple[str, str | None]] = [(_name(dist), None)]  # None: every extra
+    todo: list[tuple[str, str]] = [(root, "")]  # "": base requirements
     names: set[str] = set()
     while todo:
         name, extra = todo.pop()
-        if (name, str(extra)) in seen:
+        if (name, extra) in seen:
             continue
-        seen.add((name, str(extra)))
+        seen.add((name, extra))
         names.add(name)
-        try:
-            requires = distribution(name).requires or []
-        except PackageNotFoundError:
-            continue  # declared but not installed here: nothing further to follow
-        for req in requires:
-            m = _REQ.match(req)
-            if not m:
+        for pkg, asked, of_extra in _requirements(name):
+            if extra:  # an extra asked for: its own requirements (the base ones come with (name, ""))
+                wanted = of_extra == extra
+            else:  # the base requirements, and for the bridge those of the extras this env holds
+                wanted = of_extra is None or (name == root and of_extra in chosen)
+            if not wanted:
                 continue
-            wanted = _EXTRA.search(m.group(3) or "")
-            if wanted and extra is not None and _name(wanted.group(1)) != extra:
-                continue  # another extra's requirement
-            if wanted is None or extra is None or _name(wanted.group(1)) == extra:
-                todo.append((_name(m.group(1)), ""))  # the package itself, base requirements
-                todo += [(_name(m.group(1)), _name(x)) for x in (m.group(2) or "").split(",") if x.strip()]
+            todo.append((pkg, ""))
+            todo += [(pkg, x) for x in asked]
     return names
 
 
@@ -175,4 +220,8 @@ def undeclared(bridge_dist: str, record: dict[str, Any]) -> list[dict[str, str]]
         name = _name(top)
         if name not in declared and name not in out:
             out[name] = {"package": name, "module": module, "installed": f"no ({miss['step']})"}
+    for entry in out.values():  # declared, but only by an extra this env does not hold
+        extras = extras_declaring(bridge_dist, entry["package"])
+        if extras:
+            entry["only_in_extras"] = ", ".join(extras)
     return sorted(out.values(), key=lambda e: e["package"])

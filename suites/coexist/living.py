@@ -125,10 +125,21 @@ def probe(order: str, compile_too: bool) -> None:
     print("SEAMS-ANSWER " + _json.dumps(found))
 
 
+_FAILED: dict[tuple[tuple[str, ...], bool], str] = {}  # a process that gave no answer: its AssertionError's message
+
+
 @functools.lru_cache(maxsize=None)
 def facts(order: tuple[str, ...], compile_too: bool = True) -> dict[str, Any]:
-    """The probe's facts in a fresh interpreter of this cell after importing `order`, in order."""
-    return run_fresh(probe, ",".join(order), compile_too, what=f"importing {', '.join(order)}", env=COMPILE_ENV)
+    """The probe's facts in a fresh interpreter of this cell after importing `order`, in order.
+    A process without an answer (the bridge does not import) is asked once per test process: each
+    case that needs it fails with the same message."""
+    if (order, compile_too) in _FAILED:
+        raise AssertionError(_FAILED[order, compile_too])
+    try:
+        return run_fresh(probe, ",".join(order), compile_too, what=f"importing {', '.join(order)}", env=COMPILE_ENV)
+    except AssertionError as exc:
+        _FAILED[order, compile_too] = str(exc)
+        raise
 
 
 def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

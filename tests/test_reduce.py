@@ -13,13 +13,17 @@ import pytest
 from harness.reduce.names import undefined_names
 from harness.reduce.normalise import format_code, reduced_script
 from harness.reduce.reducer import NotReducible, reduce_script, split_preamble
+from harness.reduce.script import REDUCED_HEAD, split_script
 from harness.reduce.server import ForkServer, heavy_imports
 from harness.reduce.signature import signature, statement_at, up_to_numbers
+from harness.report.standalone import HEADER_LINES
 
-HEADER = textwrap.dedent("""\
-    # suites/x/test_x.py::test_x: standalone reproducer (xla-seams), cell fake-cpu (cpu)
-    # install: pip install numpy==2.4.6
-    # python3 repro.py (sets XLA_FLAGS itself): exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here
+# What the exporter writes above the code (harness/report/standalone.py): two fixed comment lines, the
+# provenance as literals, the cell's variables.
+HEADER = "\n".join(HEADER_LINES) + "\n" + textwrap.dedent("""\
+    CASE = 'suites/x/test_x.py::test_x'
+    CELL = 'fake-cpu (cpu)'
+    INSTALL = 'pip install numpy==2.4.6'
     import os
     os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')
     """)
@@ -72,20 +76,22 @@ def _server(tmp: Path, name: str, **env: str) -> ForkServer:
 
 
 def test_a_reduced_script_keeps_the_signature_and_passes_where_the_bug_is_fixed(tmp_path):
-    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good") as good:
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good-cpu") as good:
         red = reduce_script(SCRIPT, bad, None, contrast=[good], budget_s=120)
-        text = reduced_script(red.preamble, red.body, "CASE.py", len(SCRIPT.splitlines()), red.signature)
+        text = reduced_script(red.facts, red.env, red.body, red.contrast)
         full_sig = signature(bad.run(SCRIPT, 30), SCRIPT, None)
         assert signature(bad.run(text, 30), text, None) == full_sig
         assert good.run(text, 30).status == 0
     assert full_sig.status == 1 and full_sig.type == "builtins.AssertionError"
     assert len(text.splitlines()) < len(SCRIPT.splitlines()) - 15, text
     assert "unused_helper" not in text and "UNUSED_TABLE" not in text and "records" not in text
-    # the check is the original's, word for word, and the header and env preamble are kept
+    # the check is the original's, word for word; the provenance is kept, and the variables (no fresh
+    # interpreter was given to try them without)
     assert "if abs(got - want) > 1e-09:" in text
-    assert text.startswith(HEADER.splitlines()[0]) and "os.environ.setdefault('XLA_FLAGS'" in text
+    assert text.splitlines()[:3] == [REDUCED_HEAD, "CASE = 'suites/x/test_x.py::test_x'", "CELL, PASSES_IN = 'fake-cpu', 'good-cpu'"]
+    assert "os.environ.update({'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})" in text
     assert not undefined_names(ast.parse(text))
-    assert red.contrast == ["good"]
+    assert red.contrast == ["good-cpu"]
 
 
 def test_the_scripts_own_check_is_not_reduced_without_a_cell_where_it_passes(tmp_path):
@@ -124,10 +130,10 @@ LIBRARY_RAISES = HEADER + textwrap.dedent('''\
 def test_a_failure_the_library_raises_is_reduced_without_a_contrast_cell(tmp_path):
     with _server(tmp_path, "bad") as bad:
         red = reduce_script(LIBRARY_RAISES, bad, "Expecting", budget_s=120)
-        text = reduced_script(red.preamble, red.body, "CASE.py", len(LIBRARY_RAISES.splitlines()), red.signature)
+        text = reduced_script(red.facts, red.env, red.body, red.contrast)
         assert signature(bad.run(text, 30), text, "Expecting") == signature(bad.run(LIBRARY_RAISES, 30), LIBRARY_RAISES, "Expecting")
     assert red.signature.type == "json.decoder.JSONDecodeError" and not red.signature.own_check
-    assert "unrelated" not in text and "data = json.loads(payload(3))" in text
+    assert "unrelated" not in text and "json.loads(payload(3))" in text
     assert len(text.splitlines()) < len(LIBRARY_RAISES.splitlines()) - 8, text
 
 
@@ -181,12 +187,12 @@ def test_signature_parts():
         "Mismatched elements: N / N (N%), max N at N"
     src = "x = 1\nif x > 0:\n    raise ValueError('bad')\nassert x == 2, 'two'\n"
     assert statement_at(src, 3) == "if x > 0: raise ValueError('bad')"
-    assert statement_at(src, 4) == "assert x == 2, 'two'"
+    assert statement_at(src, 4) == "assert x == 2"  # the check; its message is the failure's text
     assert undefined_names(ast.parse("def f(a):\n    return a + b\n")) == {"b"}
     head, body = split_preamble(SCRIPT)
     assert head.splitlines()[-1].startswith("os.environ.setdefault(") and body.startswith("import json")
     assert heavy_imports("import jax\nfrom torch_xla import core\nimport numpy as np\n") == ["numpy", "jax", "torch_xla"]
-    assert format_code("import os\ndef f():\n    return 1\nf()\n") == "import os\n\ndef f():\n    return 1\n\nf()\n"
+    assert format_code("import os\ndef f():\n    return os.sep\nf()\n") == "import os\n\ndef f():\n    return os.sep\n\nf()\n"
 
 
 def test_the_contrast_cell_is_the_fixing_release_first_then_older_passing_cells():

@@ -9,7 +9,6 @@ is the contrast every kept candidate must pass in. Figures go to repro/reduce.js
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,10 +22,12 @@ from harness.errors import UserError
 from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
 from harness.reduce.reducer import NotReducible, reduce_script
+from harness.reduce.script import split_script
 from harness.reduce.server import ForkServer, heavy_imports
 
 _TORCH = {"torch", "torch_xla", "torchax"}
-_KNOWN = re.compile(r"^# known issue ([A-Za-z0-9_.:-]+):", re.M)
+MAX_SERVERS = 6  # fork servers alive at once in a batch
+FRESH_PRELOAD = ("numpy", "torch")  # what a fresh server imports before forking: neither reads the cell's variables
 
 
 @dataclass
@@ -53,6 +54,8 @@ class Outcome:
     budget_hit: bool = False
     contrast: list[str] = field(default_factory=list)
     refused: str | None = None
+    env_dropped: list[str] = field(default_factory=list)  # the cell's variables the reduced script does without
+    seeded: bool = False  # the reduced code of an earlier script with the same signature was kept
 
 
 def min_path(script: Path) -> Path:
@@ -61,14 +64,16 @@ def min_path(script: Path) -> Path:
 
 
 def known_match(source: str) -> str | None:
-    """The known issue's `match` for the id the script's header names (the regex is the project's own,
-    from matrices/known_issues/; the header only picks which)."""
+    """The known issue's `match` for the id the script's KNOWN_ISSUE literal names (the regex is the
+    project's own, from matrices/known_issues/; the script only picks which)."""
     from harness.judge.expectations import load_expectations
 
-    m = _KNOWN.search(source)
-    if not m:
+    try:
+        value = split_script(source).facts.get("KNOWN_ISSUE")
+    except SyntaxError:
         return None
-    exp = next((e for e in load_expectations() if e.id == m.group(1)), None)
+    ident = (value or "").split(":", 1)[0].strip()
+    exp = next((e for e in load_expectations() if e.id == ident), None) if ident else None
     return exp.match if exp else None
 
 
@@ -107,27 +112,52 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
     """Reduce every job's script (one fork server per cell, shared by its scripts) and write CASE.min.py."""
     from harness.cells.envs import ensure_env
 
-    servers: dict[str, ForkServer] = {}
+    servers: dict[tuple[str, bool, tuple[str, ...]], ForkServer] = {}  # in the order last used
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="seams-reduce-") as tmp:
-        def server(name: str, preload: list[str]) -> ForkServer:
-            if name not in servers:
+        def server(name: str, preload: list[str], fresh: bool = False) -> ForkServer:
+            """The cell's fork server for scripts importing `preload` (its variables set, those imported
+            once: a jax-only script never runs where torch_xla was imported); fresh: one that imports
+            only numpy and torch (they read none of the cell's variables) and sets none of them, where
+            a script without a variable runs without it."""
+            key = (name, fresh, tuple(m for m in preload if m in FRESH_PRELOAD) if fresh else tuple(preload))
+            if key not in servers:
+                while len(servers) >= MAX_SERVERS:  # a torch_xla server holds a GB or more: the oldest goes
+                    servers.pop(next(iter(servers))).close()
                 cell = cell_named(name)
-                servers[name] = ForkServer(ensure_env(cell).python, cell.run_env(), preload, Path(tmp) / name, name)
-                servers[name].start()
-            return servers[name]
+                scratch = Path(tmp) / f"{name}-{len(outcomes)}-{'fresh' if fresh else 'cell'}-{'-'.join(key[2]) or 'none'}"
+                s = ForkServer(ensure_env(cell).python, {} if fresh else cell.run_env(), list(key[2]), scratch, name)
+                s.start()
+                servers[key] = s
+            servers[key] = servers.pop(key)  # the most recently used last
+            return servers[key]
 
+        seeds: list = []  # the reductions so far, the latest first: a script with the same signature starts there
         try:
-            for job in sorted(jobs, key=lambda j: j.cell):
-                outcomes.append(_one(job, server, budget_s, say))
+            for job in sorted_jobs(jobs):
+                outcomes.append(_one(job, server, budget_s, say, seeds))
         finally:
             for s in servers.values():
                 s.close()
     return outcomes
 
 
-def _one(job: Job, server: Callable[[str, list[str]], ForkServer], budget_s: float | None,
-         say: Callable[[str], None]) -> Outcome:
+def sorted_jobs(jobs: list[Job]) -> list[Job]:
+    """The order a batch reduces in (and its outcomes come back in): by cell, then by what the script
+    imports (one fork server for the run of them), then by name (a case's variants side by side: the
+    first one's reduction seeds the next)."""
+    return sorted(jobs, key=lambda j: (j.cell, heavy_imports(_text(j.script)), j.script.name))
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
+         say: Callable[[str], None], seeds: list | None = None) -> Outcome:
     source = job.script.read_text(encoding="utf-8", errors="replace")
     out = Outcome(job.script.name, job.cell, len(source.splitlines()))
     preload = heavy_imports(source)
@@ -137,7 +167,8 @@ def _one(job: Job, server: Callable[[str, list[str]], ForkServer], budget_s: flo
     try:
         contrast = [server(c, preload) for c in job.contrast[:1]]
         red = reduce_script(source, server(job.cell, preload), known_match(source), contrast=contrast,
-                            budget_s=budget, say=lambda m: say("  " + m))
+                            budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
+                            fresh_contrast=[server(c, preload, True) for c in job.contrast[:1]], seeds=seeds or ())
     except NotReducible as exc:
         out.refused, out.seconds = str(exc), round(time.monotonic() - start, 1)
         say(f"  refused: {exc}")
@@ -146,11 +177,13 @@ def _one(job: Job, server: Callable[[str, list[str]], ForkServer], budget_s: flo
         out.refused, out.seconds = f"cannot run in {job.cell}: {exc}", round(time.monotonic() - start, 1)
         say(f"  refused: {out.refused}")
         return out
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", job.script.name)
-    text = reduced_script(red.preamble, red.body, name, out.lines_before, red.signature, red.contrast)
+    text = reduced_script(red.facts, red.env, red.body, red.contrast)
     min_path(job.script).write_text(text, encoding="utf-8")
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
     out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast
+    out.env_dropped, out.seeded = red.env_dropped, red.seeded
+    if seeds is not None and all(x.body != red.body or x.signature != red.signature for x in seeds):
+        seeds.insert(0, red)
     say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({red.ran} runs"
         + (", budget reached" if red.budget_hit else "") + f") -> {min_path(job.script).name}")
     return out
@@ -193,11 +226,21 @@ def rewrite_markdown(report_dir: Path) -> int:
     return n
 
 
-def write_figures(repro_dir: Path, outcomes: list[Outcome]) -> None:
-    """repro/reduce.json: one record per script (the docs' figures are read from it)."""
+def write_figures(repro_dir: Path, outcomes: list[Outcome], merge: bool = False) -> None:
+    """repro/reduce.json: one record per script (the docs' figures are read from it). merge: the
+    records of scripts reduced before (`harness reduce` on some of them) stay, a script's latest wins."""
     from harness.safeio import atomic_write
 
-    atomic_write(repro_dir / "reduce.json", json.dumps([asdict(o) for o in outcomes], indent=1) + "\n", durable=False)
+    records: dict[str, dict] = {}
+    path = repro_dir / "reduce.json"
+    if merge and path.is_file():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+            records = {r["script"]: r for r in old if isinstance(r, dict) and isinstance(r.get("script"), str)}
+        except (ValueError, OSError):
+            records = {}
+    records.update({o.script: asdict(o) for o in outcomes})
+    atomic_write(path, json.dumps(list(records.values()), indent=1) + "\n", durable=False)
 
 
 def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:

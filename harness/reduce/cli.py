@@ -41,9 +41,11 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_reduce(args: argparse.Namespace) -> int:
     """0 when every script was reduced, 1 when one was refused (it does not fail, or flakily)."""
-    from harness.reduce.batch import Job, cell_named, reduce_jobs, report_jobs, rewrite_markdown, summary
+    from harness.reduce.batch import (Job, cell_named, reduce_jobs, report_jobs, rewrite_markdown, sorted_jobs, summary,
+                                      write_figures)
 
     jobs = []
+    known: dict[Path, dict] = {}  # report.json -> its failing results' jobs by script name
     for script in args.scripts:
         if not script.is_file() or script.suffix != ".py" or script.name.endswith(".min.py"):
             raise UserError(f"{script}: not a standalone script (repro/CELL__CASE.py)")
@@ -53,7 +55,9 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         case_id, contrast = None, list(args.passes_in)
         report = script.resolve().parent.parent / "report.json"
         if report.is_file() and not contrast:
-            found = [j for j in report_jobs(report.parent) if j.script.name == script.name]
+            if report not in known:
+                known[report] = {j.script.name: j for j in report_jobs(report.parent)}
+            found = [known[report][script.name]] if script.name in known[report] else []
             if found:
                 case_id, contrast = found[0].case_id, found[0].contrast
         jobs.append(Job(script, cell, case_id, contrast))
@@ -61,5 +65,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     print(summary(outcomes))
     reports = {j.script.resolve().parent.parent for j in jobs if (j.script.resolve().parent.parent / "report.json").is_file()}
     for d in reports:
+        write_figures(d / "repro", [o for o, j in zip(outcomes, sorted_jobs(jobs)) if j.script.resolve().parent.parent == d],
+                      merge=True)
         rewrite_markdown(d)
     return 0 if all(o.refused is None for o in outcomes) else 1

@@ -1,23 +1,33 @@
-"""The reduced script as a maintainer reads it: the original's header and environment preamble,
-a line saying what was reduced and what was kept, then the code formatted (one statement a line
-as `ast.unparse` writes it, a blank line around each top-level definition). Names are the
+"""The reduced script as a maintainer reads it: one fixed comment line, the provenance as checked
+literals and the cell's variables the reduction kept (harness.reduce.script), then the code
+formatted: one statement a line as `ast.unparse` writes it, a blank line around each top-level
+definition, an import kept only for what importing does marked for the linter. Names are the
 script's own: the reducer never renames."""
 
 from __future__ import annotations
 
 import ast
 
-from harness.reduce.signature import Signature
+from harness.reduce.script import REDUCED_HEAD, env_lines, provenance
+
+NOQA = "  # noqa: F401 (imported for what the import does)"  # as the exporter marks it
 
 
 def format_code(code: str) -> str:
     """Canonical source for code, a blank line before and after every top-level def and class."""
+    tree = ast.parse(code)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
     out: list[str] = []
-    for node in ast.parse(code).body:
+    for node in tree.body:
         is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         if is_def and out and out[-1] != "":
             out.append("")
-        for line in ast.unparse(node).splitlines():
+        text = ast.unparse(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not any(
+                ((a.asname or a.name).split(".")[0] if isinstance(node, ast.Import) else (a.asname or a.name)) in read
+                for a in node.names):
+            text += NOQA
+        for line in text.splitlines():
             if line.strip() or not (out and out[-1].rstrip().endswith(":")):
                 out.append(line)
         if is_def:
@@ -27,16 +37,7 @@ def format_code(code: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def reduced_script(preamble: str, body: str, full_name: str, full_lines: int, sig: Signature,
-                   passes_in: list[str] | None = None) -> str:
-    """The text of CASE.min.py."""
-    head, env = [], []
-    for line in preamble.splitlines():
-        (head if line.startswith("#") else env).append(line)
-    kept = ("exception type, the known issue's match and the message up to numbers"
-            if str(sig.failure).startswith("match") else
-            "exception type and message up to numbers" if sig.failure else "exit status")
-    note = (f"# reduced by `python -m harness reduce` from the {full_lines}-line {full_name}: "
-            f"the same exit status ({sig.status}), {kept}, at the same statement"
-            + (f"; exits 0 in {', '.join(passes_in)} as the full one does" if passes_in else ""))
-    return "\n".join([*head, note, *[e for e in env if e.strip()], "", format_code(body)])
+def reduced_script(facts: dict[str, str], env: dict[str, str], body: str, passes_in: list[str] | None = None) -> str:
+    """The text of CASE.min.py: the fixed line, the provenance, the variables kept, the code."""
+    head = [REDUCED_HEAD, *provenance(facts, list(passes_in or [])), *env_lines(env, body)]
+    return "\n".join([*head, format_code(body)])

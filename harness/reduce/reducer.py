@@ -1,11 +1,13 @@
 """Reduce a failing standalone script to what still fails the same way (pysource-minimize does the
-search; this module says what "the same way" is and runs the candidates).
+search, with rewrites of this project's own around it: harness.reduce.transforms; this module says
+what "the same way" is and runs the candidates).
 
-The script's header (comments) and environment preamble (`import os`, `os.environ.setdefault(...)`)
-are kept as they are: the cell's variables must be set before jax or torch_xla starts, in the
-script, for a maintainer who runs it anywhere, and a candidate that dropped them would still pass
-here (the fork server runs under them). Only the code below is reduced, under the predicate that
-its run has the original's signature (harness.reduce.signature).
+The script's provenance literals (CASE, CELL, INSTALL, ...: harness.reduce.script) are kept aside
+and written back, shorter, by harness.reduce.normalise. The environment preamble (`os.environ`:
+the cell's variables, which jax and torch_xla read before anything runs) is kept while the code is
+reduced, under the predicate that a candidate's run has the original's signature
+(harness.reduce.signature); then each variable is dropped where a fresh interpreter without it
+(no fork server: the server imported jax under the cell's variables) still fails the same way.
 """
 
 from __future__ import annotations
@@ -15,15 +17,23 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import pysource_minimize
 
+from harness.reduce import transforms
 from harness.reduce.names import undefined_names
+from harness.reduce.script import assemble, split_script
 from harness.reduce.server import ForkServer
 from harness.reduce.signature import Signature, signature, statement_texts
 
+# Shares of the budget: the search stops at the first, the rewrites after it at the second, and the
+# cell's variables are tried with what is left (each try a fresh interpreter that imports jax itself).
+SEARCH_SHARE, REWRITE_SHARE, ENV_SHARE = 0.65, 0.8, 0.97
+MAX_SEEDS = 3  # reductions of earlier scripts tried as a script's first candidate
+SHORT_ENOUGH = 15  # lines of the reduced script (its provenance included) past which pysource-minimize runs
 MIN_TIMEOUT_S = 10  # a candidate's alarm: this, or 3x the original's run, whichever is more
+FRESH_TIMEOUT_S = 300  # a fresh interpreter's run (it imports jax or torch_xla itself)
 _RENAMED = "unique_name_"  # pysource-minimize's renaming of names: rejected, the names stay readable
 
 
@@ -37,9 +47,11 @@ class NotReducible(Exception):
 
 @dataclass
 class Reduction:
-    """What the reducer did: the reduced code (below the kept preamble) and its figures."""
+    """What the reducer did: the provenance read from the script, the variables kept, the reduced
+    code and its figures."""
 
-    preamble: str
+    facts: dict[str, str]
+    env: dict[str, str]
     body: str
     signature: Signature
     candidates: int = 0
@@ -47,29 +59,35 @@ class Reduction:
     seconds: float = 0.0
     budget_hit: bool = False
     contrast: list[str] = field(default_factory=list)  # cells where every kept candidate passed
+    env_dropped: list[str] = field(default_factory=list)  # the cell's variables the reduced script does without
+    env_checked: bool = False  # whether the variables were tried (a fresh interpreter was given and time was left)
+    seeded: bool = False  # the search started from an earlier script's reduced code (same signature)
 
 
 def split_preamble(source: str) -> tuple[str, str]:
-    """(header comments and the env preamble, the code to reduce)."""
+    """(header comments and the env preamble, the code to reduce): the text before the code, as is."""
+    body = split_script(source).body
     lines = source.splitlines()
-    i = 0
-    while i < len(lines) and (lines[i].startswith("#") or lines[i].strip() in ("", "import os")
-                              or lines[i].startswith("os.environ.setdefault(")):
-        i += 1
-    return "\n".join(lines[:i]).rstrip("\n") + "\n", "\n".join(lines[i:]) + "\n"
+    head = lines[:len(lines) - len(body.splitlines())]
+    return "\n".join(head).rstrip("\n") + "\n", body
 
 
 def reduce_script(source: str, server: ForkServer, match: str | None, *, contrast: Sequence[ForkServer] = (),
-                  budget_s: float = 300, say: Callable[[str], None] = lambda _m: None) -> Reduction:
+                  budget_s: float = 300, say: Callable[[str], None] = lambda _m: None,
+                  fresh: ForkServer | None = None, fresh_contrast: Sequence[ForkServer] = (),
+                  seeds: Sequence[Reduction] = ()) -> Reduction:
     """Reduce source (a failing standalone script) under its signature; raises NotReducible.
 
     contrast: servers of cells where the case passes (the fixing release first) and the full script
     exits 0: every kept candidate must exit 0 there too, so the reduction keeps the bug, not merely
-    a way to raise the same error (a reducer left alone turns a wrong gradient into a wrong call)."""
+    a way to raise the same error (a reducer left alone turns a wrong gradient into a wrong call).
+    fresh (and fresh_contrast, the contrast cells'): servers that import at most numpy and torch and
+    run without the cell's variables, where dropping a variable from the script is seen. seeds: reductions of
+    scripts before: the code of one with this script's signature, or of the same case (another cell),
+    is tried first (and the variables it did without)."""
     start = time.monotonic()
-    preamble, body = split_preamble(source)
     try:
-        ast.parse(body)
+        parts = split_script(source)
     except SyntaxError as exc:
         raise NotReducible(f"the script does not parse: {exc}") from None
     first = server.run(source, 600)
@@ -82,7 +100,9 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         raise NotReducible(f"flaky signature: two runs of the original disagree ({sig.describe()} / {sig2.describe()})")
     if match and str(sig.failure).startswith("no match"):
         raise NotReducible("the known issue's match is not in the script's output: its failure is another one")
-    contrast = [c for c in contrast if c.run(source, 600).status == 0]  # else that cell cannot tell the bug apart
+    passing = [i for i, c in enumerate(contrast) if c.run(source, 600).status == 0]  # else it cannot tell the bug apart
+    contrast = [contrast[i] for i in passing]
+    fresh_contrast = [fresh_contrast[i] for i in passing if i < len(fresh_contrast)]
     if sig.own_check and not contrast:
         # An assertion fails as surely when the reducer guts what it checks ("the compiled module lost the
         # host placement" once the host computation is gone): only a cell where it passes tells them apart.
@@ -91,53 +111,239 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
                            "pass --passes-in CELL")
     timeout = max(MIN_TIMEOUT_S, int(3 * again.seconds) + 1)  # the first run also waited for the server's imports
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
-    red = Reduction(preamble, body, sig, contrast=[c.name for c in contrast])
+    red = Reduction(dict(parts.facts), dict(parts.env), ast.unparse(ast.parse(parts.body)), sig,
+                    contrast=[c.name for c in contrast])
     say(f"signature: {sig.describe()}; candidate timeout {timeout} s; "
         f"must pass in: {', '.join(red.contrast) or 'no contrast cell'}")
     seen: dict[str, bool] = {}
-    tidying = False  # the last check (the tidied script) runs past the budget: one run
+    limit = [SEARCH_SHARE]  # the share of the budget the current phase may use (the last ones keep room)
+    tidying = False  # the last checks (the tidied script, the contrast cell's) run past the budget
     trace = bool(os.environ.get("SEAMS_REDUCE_TRACE"))
+    # The contrast cell runs each kept candidate at once where the failure is the script's own check (a
+    # reduction that guts it must be caught before the search builds on it); for a failure the library
+    # raises it runs at each phase's end (checkpoint), and a candidate that does not pass there is
+    # backed out of, to the latest kept one that does: half the runs, the same guarantee.
+    deferred = bool(contrast) and not sig.own_check
+    since: list[str] = []  # candidates kept since the contrast cell last passed one
+    vouched = [red.body]  # the last candidate the contrast cell passed (the original's code passes there)
+
+    def key_of(candidate: str) -> str:
+        return hashlib.sha256(candidate.encode()).hexdigest()
+
+    def passes_contrast(candidate: str) -> bool:
+        full = assemble(red.env, candidate)
+        red.ran += 1
+        return all(c.run(full, timeout).status == 0 for c in contrast)
+
+    # pysource-minimize also shortens values: `'_xla_compute_type'` -> `'pute_type'`, `1e-09` ->
+    # `1.0000000000000003e-09`. A value no line of the script held is rejected unrun: what a reader sees
+    # is the scenario's own (or nothing: 0, 1, '', None).
+    constants = _constants(parts.body) | {0, 1, "", None, True, False, (first.record or {}).get("message", "")}
 
     def keeps(candidate: str) -> bool:
         red.candidates += 1
-        key = hashlib.sha256(candidate.encode()).hexdigest()
+        key = key_of(candidate)
         if key in seen:
             return seen[key]
-        if _RENAMED in candidate:
+        if _RENAMED in candidate or not _constants(candidate) <= constants:
+            seen[key] = False
             return False
-        if not tidying and time.monotonic() - start > 0.9 * budget_s:  # room for the run in flight and the tidy one
+        if not tidying and time.monotonic() - start > limit[0] * budget_s:  # this phase's share of the budget
             red.budget_hit = True
             raise _OutOfBudget
         ok = False
-        full = preamble + candidate
-        tree = ast.parse(full)
+        try:
+            full = assemble(red.env, candidate)
+            tree = ast.parse(full)
+        except SyntaxError:
+            seen[key] = False
+            return False
         # cheap first: the failing statement must still be there, word for word, and every name defined
         if (sig.where is None or sig.where in statement_texts(tree)) and not undefined_names(tree) - allowed:
             red.ran += 1
             run = server.run(full, timeout)
             ok = signature(run, full, match) == sig
-            ok = ok and all(c.run(full, timeout).status == 0 for c in contrast)
+            if ok and not deferred:
+                ok = passes_contrast(candidate)
             if trace:
                 say(f"    {time.monotonic() - start:6.1f} s: run {red.ran} {run.seconds:.1f} s exit {run.status}: "
                     f"{'kept' if ok else 'rejected'} ({len(full.splitlines())} lines)")
         seen[key] = ok
         if ok:
             red.body = candidate
+            since.append(candidate)
         return ok
 
-    try:
-        body = drop_statements(ast.unparse(ast.parse(body)), keeps)
-        red.body = pysource_minimize.minimize(body, keeps, retries=0)
-    except _OutOfBudget:
-        pass  # red.body is the last candidate the predicate kept: the search's current state
-    except pysource_minimize.CouldNotMinimize as exc:
-        raise NotReducible(str(exc)) from None
+    def checkpoint() -> None:
+        """The contrast cell on the current candidate (deferred mode); where it fails, the latest kept
+        candidate it passes (bisecting those kept since it last passed one), or the one it last passed."""
+        if not deferred or red.body == vouched[0]:
+            since.clear()
+            return
+        best = red.body
+        if not passes_contrast(red.body):
+            seen[key_of(red.body)] = False
+            best = vouched[0]
+            lo, hi = 0, len(since) - 1 if since and since[-1] == red.body else len(since)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if passes_contrast(since[mid]):
+                    best, lo = since[mid], mid + 1
+                else:
+                    seen[key_of(since[mid])] = False
+                    hi = mid
+            say("  the contrast cell fails the candidate kept last: back to the latest one it passes")
+        red.body = vouched[0] = best
+        since.clear()
+
+    def first_kept(candidates: Iterable[str]) -> bool:
+        for c in candidates:
+            if c != red.body and keeps(c):
+                return True
+        return False
+
+    steps: list[Callable[[str], list[str]]] = [
+        lambda b: [transforms.unwrap_main(b), transforms.drop_skips(b)],
+        lambda b: [transforms.dead_code(b), transforms.dead_code(b, imports=True)],
+        lambda b: [transforms.drop_unused_params(b)],
+        lambda b: [transforms.inline_calls(b), transforms.inline_calls(b, substitute=False)],
+        lambda b: list(transforms.inline_returns(b)),
+        lambda b: list(transforms.inline_names(b)),
+        lambda b: [transforms.merge_imports(b), transforms.unused_targets(b), transforms.inline_constants(b),
+                   transforms.literal_message(b, sig.where, (first.record or {}).get("message", ""))],
+    ]
+
+    # Tried one by one only (not in the composite: an unread `out, = g(t)` whose call is the failure goes too).
+    alone: list[Callable[[str], list[str]]] = [lambda b: [transforms.dead_code(b, calls=True)]]
+
+    def composite(body: str) -> str:
+        """Every rewrite's first candidate, one after another, to a fixpoint: tried in one run first."""
+        for _ in range(10):
+            before = body
+            for step in steps:
+                got = [c for c in step(body) if c != body][:1]
+                if got:
+                    body = got[0]
+            if body == before:
+                break
+        return body
+
+    def rewrites() -> None:
+        """The rewrites of harness.reduce.transforms, all at once first, then each kept only if it passes,
+        to a fixpoint."""
+        first_kept([composite(red.body)])
+        for _ in range(20):
+            body = red.body
+            for step in [*alone, *steps]:
+                first_kept(step(red.body))
+            if red.body == body:
+                return
+
+    def phase(share: float, work: Callable[[], None]) -> None:
+        limit[0] = share
+        try:
+            work()
+        except _OutOfBudget:
+            pass  # red.body is the last candidate the predicate kept: the search's current state
+        except pysource_minimize.CouldNotMinimize as exc:
+            raise NotReducible(str(exc)) from None
+        nonlocal tidying
+        was, tidying = tidying, True
+        checkpoint()
+        tidying = was
+
+    def start_search() -> None:
+        # A script reduced before in this batch with the same signature (the same case in another cell, a
+        # sibling case failing the same way) gives its reduced code as the first candidate: one run.
+        same = [x for x in seeds if x.signature == sig]
+        case = [x for x in seeds if x.signature != sig and x.facts.get("CASE") and x.facts.get("CASE") == parts.facts.get("CASE")]
+        for seed in [*same, *case][:MAX_SEEDS]:
+            if keeps(seed.body):
+                say(f"  the reduced code of a script with the same {'signature' if seed in same else 'case'} "
+                    "fails the same way here: kept")
+                seeded.append(seed)
+                red.seeded = True
+                return
+        cut = split_script(transforms.truncate(source, transforms.frame_lines(first.output))).body
+        # what never ran goes, with what the rewrites take, in one run; else the code as printed must
+        # fail as the script does
+        cut = ast.unparse(ast.parse(cut))
+        if not first_kept([composite(cut), cut]) and not keeps(red.body):
+            raise NotReducible("the script's code, printed again by ast.unparse, does not fail the same way")
+        rewrites()
+
+    def search() -> None:
+        if seeded:
+            return  # that code is what this search would end in
+        while first_kept(transforms.shrink_collections(red.body)):
+            pass  # a table of cases or steps down to the entries the failure needs, halves first
+        red.body = drop_statements(red.body, keeps)
+        rewrites()
+        # pysource-minimize's search goes node by node (an argument, a constant, a sub-expression): it
+        # shortens lines more than it removes them, at a run a node. It runs where the script is still
+        # over SHORT_ENOUGH lines.
+        if len(assemble(red.env, red.body).splitlines()) + 4 > SHORT_ENOUGH:
+            red.body = pysource_minimize.minimize(red.body, keeps, retries=0)
+
+    seeded: list[Reduction] = []
+    phase(SEARCH_SHARE, start_search)
+    phase(SEARCH_SHARE, search)
+    phase(REWRITE_SHARE, rewrites)  # what pysource-minimize's deletions left for them (a helper now called once)
     tidying = True
+    if not any(seen.values()) and not keeps(red.body):  # the budget ran out before any candidate was kept
+        raise NotReducible("the script's code, printed again by ast.unparse, does not fail the same way")
     tidy = without_bare_constants(red.body)
-    if tidy != red.body and keeps(tidy):  # checked like any candidate
-        red.body = tidy
+    if tidy != red.body:
+        keeps(tidy)  # checked like any candidate
+    checkpoint()
+    if not seen.get(key_of(red.body)) and not keeps(red.body):  # backed out to the code as printed, never run
+        raise NotReducible("the script's code, printed again by ast.unparse, does not fail the same way")
+    if fresh is not None and red.env:
+        drop_env(red, fresh, fresh_contrast, match, start, budget_s, say, seeded[0].env_dropped if seeded else [],
+                 guess_s=first.seconds)
     red.seconds = time.monotonic() - start
     return red
+
+
+def drop_env(red: Reduction, fresh: ForkServer, fresh_contrast: Sequence[ForkServer], match: str | None,
+             start: float, budget_s: float, say: Callable[[str], None], first: Sequence[str] = (),
+             guess_s: float = 0.0) -> None:
+    """Drop the cell's variables the reduced script does not need: `first` (what the seed's script did
+    without) and, if that does not pass, all at once, then one at a time. Each try runs in a fresh
+    interpreter without the cell's variables (the fork server's parent imported jax under them), and
+    in the contrast cell's, where it must still exit 0; a try starts only where it can end within
+    the budget (a fresh torch_xla interpreter is 15-60 s here)."""
+    red.env_checked = True
+
+    took = [guess_s]  # a fresh run's seconds: at first the original's first run, which waited for the imports
+
+    def still_fails(env: dict[str, str]) -> bool:
+        full = assemble(env, red.body)
+        run = fresh.run(full, FRESH_TIMEOUT_S)
+        took[0] = run.seconds
+        red.ran += 1
+        ok = signature(run, full, match) == red.signature
+        return ok and all(c.run(full, FRESH_TIMEOUT_S).status == 0 for c in fresh_contrast)
+
+    names = list(red.env)
+    tries = [[*names]] + ([[n] for n in names] if len(names) > 1 else [])
+    if first:
+        tries.insert(0, [n for n in first if n in red.env])
+    for i, drop in enumerate(tries):
+        if first and i == 1 and red.env_dropped:
+            break  # the seed's variables were enough: as its script found
+        if time.monotonic() - start + took[0] * (1 + len(fresh_contrast)) > ENV_SHARE * budget_s:
+            red.budget_hit = True  # the try would end past the budget: the variables left stay
+            break
+        if not all(n in red.env for n in drop):
+            continue
+        env = {k: v for k, v in red.env.items() if k not in drop}
+        if still_fails(env):
+            red.env_dropped += drop
+            red.env = env
+            say(f"  without {', '.join(drop)}: the same signature in a fresh interpreter")
+        if not red.env:
+            break
 
 
 def _preorder(tree: ast.AST) -> list[tuple[list[ast.stmt], ast.stmt]]:
@@ -162,7 +368,8 @@ def _preorder(tree: ast.AST) -> list[tuple[list[ast.stmt], ast.stmt]]:
 def drop_statements(code: str, keeps: Callable[[str], bool]) -> str:
     """Delete single statements, the last first, until none can go (pysource-minimize's first pass
     goes top-level first, where a helper cannot go while a line inside a function still uses it:
-    on a 100-line script that is most of a minute's budget spent on nothing)."""
+    on a 100-line script that is most of a minute's budget spent on nothing). A statement goes with
+    what only it used (transforms.dead_code) in one run where that passes."""
     for _ in range(3):
         changed = False
         k = len(_preorder(ast.parse(code))) - 1
@@ -173,12 +380,41 @@ def drop_statements(code: str, keeps: Callable[[str], bool]) -> str:
             if not holder and holder is not tree.body:  # ast: a block is never empty
                 holder.append(ast.Pass())
             candidate = ast.unparse(tree)
-            if candidate != code and keeps(candidate):
-                code, changed = candidate, True
-            k -= 1  # statements before k keep their places; k's subtree went with it or was tried
+            cascade = transforms.dead_code(candidate)
+            tries = [cascade, candidate]
+            if isinstance(stmt, (ast.If, ast.With, ast.Try)):  # or its block in its place: `if c: X` -> `X`
+                tries.append(_unwrapped(code, k))
+            for c in dict.fromkeys(tries):
+                if c != code and keeps(c):
+                    code, changed = c, True
+                    break
+            # statements before k keep their places (unless the cascade took some); k's subtree went or was tried
+            k = min(k, len(_preorder(ast.parse(code)))) - 1
         if not changed:
             break
     return code
+
+
+def _constants(code: str) -> set:
+    """The values written in code (strings, numbers, ...; an f-string's text parts too)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and not isinstance(n.value, (bytes, type(...))):
+            out.add(n.value if not isinstance(n.value, float) or n.value == n.value else "nan")
+    return out
+
+
+def _unwrapped(code: str, k: int) -> str:
+    """code with its k-th statement (an if, a with, a try) replaced by the block it runs."""
+    tree = ast.parse(code)
+    holder, stmt = _preorder(tree)[k]
+    i = next(j for j, s in enumerate(holder) if s is stmt)
+    holder[i:i + 1] = stmt.body + (stmt.finalbody if isinstance(stmt, ast.Try) else [])  # type: ignore[attr-defined]
+    return ast.unparse(tree)
 
 
 def without_bare_constants(code: str) -> str:

@@ -6,8 +6,11 @@
   issue with one, else the exception's message up to numbers (values, counts, addresses and line
   numbers may change as the script shrinks; the words may not);
 - where it surfaced: the script's own statement at the innermost frame, as source (for a `raise`
-  under an `if`, the condition too), so the check that fails is the original's, word for word,
-  and a reduction cannot turn `if bug: raise` into a bare `raise`.
+  under an `if`, the condition too; for an assignment, an expression statement or a `return`, the
+  expression it computes, so `out, = g(t)` may become `g(t)` and a helper's `return g(t)` its
+  caller's `g(t)`; for an `assert`, its test: the message it raises is the failure above), so the
+  check that fails is the original's, word for word, and a reduction cannot turn `if bug: raise`
+  into a bare `raise`.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
 
 
 def statement_text(node: ast.stmt, parent: ast.AST | None) -> str | None:
-    """A statement as the signature says it: canonical source; a block by its header (`if COND`);
-    a `raise` directly under an `if` with its condition (`if COND: raise ...`)."""
+    """A statement as the signature says it: canonical source; an assignment, expression statement
+    or `return` by the expression it computes; a block by its header (`if COND`); a `raise`
+    directly under an `if` with its condition (`if COND: raise ...`)."""
     if isinstance(node, (ast.If, ast.While)):
         return f"{'if' if isinstance(node, ast.If) else 'while'} {ast.unparse(node.test)}"  # its condition raised
     if isinstance(node, ast.For):
@@ -55,6 +59,15 @@ def statement_text(node: ast.stmt, parent: ast.AST | None) -> str | None:
     if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Assert,
                              ast.Import, ast.ImportFrom, ast.Delete)):
         return None  # a decorator, a def's or a with's header: no single statement to keep
+    if isinstance(node, ast.Assert):
+        return f"assert {ast.unparse(node.test)}"  # the check; its message is the signature's failure, up to numbers
+    value = getattr(node, "value", None)
+    binds = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+    if (isinstance(node, (ast.Expr, ast.Return, ast.Assign, ast.AnnAssign)) and value is not None
+            and all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store)) for t in binds for n in ast.walk(t))):
+        # what it computes: `out, = g(t)`, `g(t)` and `return g(t)` raise the same (an assignment to an
+        # item or attribute, `h[mask] = 0.25`, is itself the operation: it stays whole)
+        return ast.unparse(value)
     text = ast.unparse(node)
     if isinstance(node, ast.Raise) and isinstance(parent, ast.If) and node in parent.body:
         text = f"if {ast.unparse(parent.test)}: {text}"

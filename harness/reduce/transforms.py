@@ -1,0 +1,560 @@
+"""Rewrites the reducer tries besides pysource-minimize's deletions: each one gives a candidate that
+is kept only if it passes the same predicate (the signature, and exit 0 in the contrast cell), so a
+rewrite here may be wrong for some script; it then costs one run, never fidelity.
+
+- `truncate`: what comes after the failing statement never ran (the traceback's frames in the
+  script say where each block stopped): cut it in one candidate instead of one run a statement.
+- `dead_code`: definitions, assignments of values that call nothing and (separately) imports whose
+  names nothing reads.
+- `unwrap_main`: the `if __name__ == "__main__":` block becomes top-level code.
+- `drop_skips`: statements that can only skip (`need_devices()`, `if ...: skip(...)`) go.
+- `drop_unused_params`: a parameter the function never reads goes, with the argument each call passes.
+- `inline_calls`: a function called once, from a top-level statement, becomes its body there
+  (parameters substituted, or assigned where substituting cannot be done).
+- `unused_targets`: `out, = g(t)` with `out` unread becomes `g(t)`.
+- `merge_imports`: `from M import a` and a later `from M import b` become one line.
+- `literal_message`: the failing assertion's message written out as the text it raised.
+- `inline_constants`: a module constant of a short literal written where it is read.
+- `inline_returns`: a function that only returns an expression, called once, becomes the expression.
+- `shrink_collections`: a run of items of a literal list, tuple, set or dict goes (halves first).
+- `inline_names`: a name assigned once and read once, in the statement right after it (or a
+  module constant read once), is replaced by its value where the line stays short.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from typing import Iterator
+
+from harness.reduce.names import bound_names
+
+MAX_LINE = 100  # an inlined name may not make its line longer than this
+_FRAME = re.compile(r'File "([^"]*)", line (\d+)')
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(node, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for h in getattr(node, "handlers", []) or []:
+        yield h.body
+    for c in getattr(node, "cases", []) or []:
+        yield c.body
+
+
+def _fix_empty(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if isinstance(block, list) and not block and name == "body" and not isinstance(node, ast.Module):
+                block.append(ast.Pass())
+        for h in getattr(node, "handlers", []) or []:
+            if not h.body:
+                h.body.append(ast.Pass())
+
+
+def frame_lines(output: str, name: str = "repro.py") -> list[int]:
+    """The script's lines in the last traceback of output, outermost first."""
+    start = output.rfind("Traceback (most recent call last):")
+    if start < 0:
+        return []
+    return [int(m.group(2)) for m in _FRAME.finditer(output[start:]) if m.group(1).endswith("/" + name)
+            or m.group(1) == name]
+
+
+def truncate(source: str, lines: list[int]) -> str:
+    """source without the statements after each traceback frame's statement in its block (blocks in a
+    loop excepted: a later statement ran in an earlier iteration)."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    cuts: list[tuple[list[ast.stmt], ast.stmt]] = []
+    for line in lines:
+        inner = None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+                if inner is None or node.lineno >= inner.lineno:
+                    inner = node
+        node = inner
+        while node is not None and not isinstance(node, ast.Module):
+            parent = parents.get(node)
+            if parent is None:
+                break
+            loop = isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and node in parent.body
+            for block in ([] if loop else _blocks(parent)):
+                if node in block:
+                    cuts.append((block, node))
+            if isinstance(parent, _SCOPES):
+                break  # the frame's function: the block around its def ran on (the caller's frame says where)
+            node = parent
+    for block, node in cuts:
+        if node in block:
+            del block[block.index(node) + 1:]
+    return ast.unparse(tree)
+
+
+def _loads(tree: ast.AST, skip: ast.AST | None = None) -> dict[str, int]:
+    """How many times each name is read in tree (outside `skip`'s subtree)."""
+    out: dict[str, int] = {}
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if node is skip:
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            out[node.id] = out.get(node.id, 0) + 1
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _targets(node: ast.stmt) -> list[str] | None:
+    """The plain names an assignment binds (None: it binds something else too)."""
+    if isinstance(node, ast.Assign):
+        names = []
+        for t in node.targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    names.append(n.id)
+                elif not isinstance(n, (ast.Tuple, ast.List, ast.Store, ast.Starred)):
+                    return None
+        return names
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return None
+
+
+def dead_code(code: str, imports: bool = False, calls: bool = False) -> str:
+    """code without top-level definitions and assignments (and, with imports, imports) whose names
+    nothing reads; inside functions, assignments to locals nothing reads (with calls: also those
+    whose value calls something). Repeated to a fixpoint."""
+    tree = ast.parse(code)
+    for _ in range(50):
+        changed = False
+        for holder in [tree.body] + [b for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                     for b in [n.body]]:
+            scope_is_module = holder is tree.body
+            for stmt in list(holder):
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if not scope_is_module or stmt.decorator_list:
+                        continue
+                    if _loads(tree, skip=stmt).get(stmt.name, 0) == 0:
+                        holder.remove(stmt)
+                        changed = True
+                    continue
+                if imports and isinstance(stmt, (ast.Import, ast.ImportFrom)) and scope_is_module:
+                    names = [(a.asname or a.name).split(".")[0] if isinstance(stmt, ast.Import) else (a.asname or a.name)
+                             for a in stmt.names]
+                    loads = _loads(tree)
+                    if "*" not in names and all(loads.get(n, 0) == 0 for n in names):
+                        holder.remove(stmt)
+                        changed = True
+                    continue
+                names = _targets(stmt)
+                value = getattr(stmt, "value", None)
+                if not calls and value is not None and any(
+                        isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)) for n in ast.walk(value)):
+                    continue  # what it computes may be the point (`out, = g(t)` runs g): one statement at a time
+                if names and all(_loads(tree, skip=None).get(n, 0) == 0 for n in names):
+                    holder.remove(stmt)
+                    changed = True
+        if not changed:
+            break
+    _fix_empty(tree)
+    return ast.unparse(tree)
+
+
+def unwrap_main(code: str) -> str:
+    """`if __name__ == '__main__': BODY` at the top level becomes BODY."""
+    tree = ast.parse(code)
+    out: list[ast.stmt] = []
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.test, ast.Compare)
+                and ast.unparse(stmt.test).replace('"', "'") == "__name__ == '__main__'"):
+            out += stmt.body
+        else:
+            out.append(stmt)
+    tree.body = out
+    return ast.unparse(tree)
+
+
+def _calls_of(tree: ast.AST, name: str) -> list[ast.Call] | None:
+    """Every direct call `name(...)`; None if the name is read other than as a callee."""
+    calls, callee_ids = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+            calls.append(node)
+            callee_ids.add(id(node.func))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in callee_ids:
+            return None
+    return calls
+
+
+def drop_unused_params(code: str) -> str:
+    """Each parameter a top-level function never reads goes, and so does the argument every call passes it."""
+    tree = ast.parse(code)
+    for fn in [s for s in tree.body if isinstance(s, ast.FunctionDef)]:
+        a = fn.args
+        if a.vararg or a.kwarg or a.posonlyargs or fn.decorator_list:
+            continue
+        calls = _calls_of(tree, fn.name)
+        if calls is None or any(any(isinstance(x, ast.Starred) for x in c.args) or any(k.arg is None for k in c.keywords)
+                                for c in calls):
+            continue
+        reads = _loads(fn)
+        params = a.args + a.kwonlyargs
+        unused = [p.arg for p in params if reads.get(p.arg, 0) == 0]
+        for name in unused:
+            positional = [p.arg for p in a.args]
+            idx = positional.index(name) if name in positional else None
+            for c in calls:
+                if idx is not None and idx < len(c.args):
+                    del c.args[idx]
+                c.keywords = [k for k in c.keywords if k.arg != name]
+            if idx is not None:
+                n_plain = len(a.args) - len(a.defaults)
+                if idx >= n_plain:
+                    del a.defaults[idx - n_plain]
+                del a.args[idx]
+            else:
+                k = [p.arg for p in a.kwonlyargs].index(name)
+                del a.kwonlyargs[k]
+                del a.kw_defaults[k]
+    return ast.unparse(tree)
+
+
+class _Subst(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return copy.deepcopy(self.values[node.id])
+        return node
+
+
+def _module_names(stmt: ast.stmt) -> set[str]:
+    """The module-level names a top-level statement binds or reads (a function: the names it reads
+    without binding them itself)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name} | (set(_loads(stmt)) - bound_names(ast.Module(body=stmt.body, type_ignores=[]))
+                              - ({a.arg for a in ast.walk(stmt.args) if isinstance(a, ast.arg)} if not isinstance(stmt, ast.ClassDef) else set()))
+    return bound_names(stmt) | set(_loads(stmt))
+
+
+def _returns(fn: ast.AST) -> bool:
+    """True if fn's own body (not a nested def's) returns, yields or declares a global/nonlocal."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal, ast.Await)):
+            return True
+        if not isinstance(node, _SCOPES):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def inline_calls(code: str, substitute: bool = True) -> str:
+    """A top-level function called once, by a top-level expression statement, becomes its body there."""
+    tree = ast.parse(code)
+    for fn in [s for s in tree.body if isinstance(s, ast.FunctionDef)]:
+        a = fn.args
+        if fn.decorator_list or a.vararg or a.kwarg or a.posonlyargs:
+            continue
+        calls = _calls_of(tree, fn.name)
+        if not calls or len(calls) != 1:
+            continue
+        call = calls[0]
+        site = next((s for s in tree.body if isinstance(s, ast.Expr) and s.value is call), None)
+        if site is None or any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            continue
+        body = list(fn.body)
+        if body and isinstance(body[-1], ast.Return) and body[-1].value is None:
+            body = body[:-1]
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            body = body[1:]  # the docstring
+        if _returns(ast.Module(body=body, type_ignores=[])):
+            continue
+        params = [p.arg for p in a.args + a.kwonlyargs]
+        defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
+        values.update({k.arg: k.value for k in call.keywords if k.arg})
+        if len(call.args) > len(a.args) or set(values) - set(params):
+            continue
+        for p in params:
+            if p not in values:
+                if p not in defaults:
+                    break
+                values[p] = defaults[p]
+        else:
+            local = bound_names(ast.Module(body=body, type_ignores=[])) | set(params)
+            if local & set().union(*(_module_names(s) for s in tree.body if s is not fn and s is not site)):
+                continue  # a local of the function would shadow (or be) a global of the script
+            reads = _loads(ast.Module(body=body, type_ignores=[]))
+            stored = {n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+                      if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            pre: list[ast.stmt] = []
+            subst: dict[str, ast.expr] = {}
+            for p in params:
+                if reads.get(p, 0) == 0 and p not in stored:
+                    continue
+                v = values[p]
+                if substitute and p not in stored and (isinstance(v, ast.Constant) or reads.get(p, 0) == 1):
+                    subst[p] = v
+                else:
+                    pre.append(ast.Assign([ast.Name(p, ast.Store())], v, lineno=0))
+            new = pre + [_Subst(subst).visit(copy.deepcopy(s)) for s in body]
+            i = tree.body.index(site)
+            tree.body[i:i + 1] = new or [ast.Pass()]
+            tree.body.remove(fn)
+            return ast.unparse(ast.fix_missing_locations(tree))
+    return ast.unparse(tree)
+
+
+def inline_names(code: str) -> Iterator[str]:
+    """Candidates, one per name: a name assigned once and read once is replaced by its value, where
+    the read is in the next statement of the same block (a module constant: anywhere) and the line
+    holding it stays within MAX_LINE."""
+    tree = ast.parse(code)
+    for holder in [tree.body] + [b for n in ast.walk(tree) for b in _blocks(n) if b is not tree.body]:
+        for i, stmt in enumerate(holder):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name = stmt.targets[0].id
+            if _loads(tree).get(name, 0) != 1 or sum(
+                    1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)) != 1:
+                continue
+            if isinstance(stmt.value, (ast.Lambda, ast.Starred)) or any(
+                    isinstance(n, (ast.NamedExpr, ast.Yield, ast.Await)) for n in ast.walk(stmt.value)):
+                continue
+            later = holder[i + 1] if i + 1 < len(holder) else None
+            is_const = holder is tree.body and isinstance(stmt.value, ast.Constant)
+            user = later if later is not None and name in _loads(later) else None
+            if user is None and is_const:
+                user = next((s for s in holder[i + 1:] if name in _loads(s)), None)
+            if user is None:
+                continue
+            cand = copy.deepcopy(tree)
+            c_holder = _same_block(cand, tree, holder)
+            c_user = c_holder[holder.index(user)]
+            if isinstance(stmt.value, ast.Constant) and any(
+                    isinstance(n, (ast.Call, ast.Attribute, ast.Subscript))
+                    and isinstance(getattr(n, "func", None) or getattr(n, "value", None), ast.Name)
+                    and (getattr(n, "func", None) or getattr(n, "value", None)).id == name for n in ast.walk(c_user)):
+                continue  # `None(p)`, `0.attr`: no reader would write that
+            new_user = _Subst({name: stmt.value}).visit(c_user)
+            if max(len(ln) for ln in ast.unparse(new_user).splitlines()) + user.col_offset > MAX_LINE:
+                continue
+            c_holder[holder.index(user)] = new_user
+            del c_holder[i]
+            yield ast.unparse(ast.fix_missing_locations(cand))
+
+
+def _same_block(cand: ast.AST, orig: ast.AST, block: list[ast.stmt]) -> list[ast.stmt]:
+    """The block of cand (a deep copy of orig) that corresponds to orig's `block`."""
+    pairs = zip(ast.walk(orig), ast.walk(cand))
+    for o, c in pairs:
+        for name in ("body", "orelse", "finalbody"):
+            if getattr(o, name, None) is block:
+                return getattr(c, name)
+        for ho, hc in zip(getattr(o, "handlers", []) or [], getattr(c, "handlers", []) or []):
+            if ho.body is block:
+                return hc.body
+    raise LookupError("block not found")
+
+
+def inline_returns(code: str) -> Iterator[str]:
+    """Candidates, one per function: a top-level function that only returns an expression (after
+    imports, hoisted to where the function was), called once, becomes that expression at the call
+    (`shard_map(f, mesh=m)` -> `exp_shard_map(f, mesh=m, check_rep=True)`)."""
+    tree = ast.parse(code)
+    for idx, fn in enumerate(tree.body):
+        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+            continue
+        a = fn.args
+        *pre, last = fn.body
+        if (a.vararg or a.kwarg or a.posonlyargs or not isinstance(last, ast.Return) or last.value is None
+                or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in pre)):
+            continue
+        calls = _calls_of(tree, fn.name)
+        if not calls or len(calls) != 1:
+            continue
+        call = calls[0]
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            continue
+        params = [p.arg for p in a.args + a.kwonlyargs]
+        values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
+        values.update({k.arg: k.value for k in call.keywords if k.arg})
+        if len(call.args) > len(a.args) or set(values) - set(params):
+            continue
+        defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        if any(p not in values and p not in defaults for p in params):
+            continue
+        values = {p: values.get(p, defaults.get(p)) for p in params}  # type: ignore[misc]
+        reads = _loads(last.value)
+        if any(reads.get(p, 0) > 1 and not isinstance(values[p], (ast.Constant, ast.Name)) for p in params):
+            continue  # an argument computed twice
+        if any(isinstance(n, (ast.Lambda, ast.NamedExpr, ast.comprehension)) for n in ast.walk(last.value)):
+            continue  # a scope of its own inside: leave it
+        free = set(reads) - set(params)
+        site_fn = next((f for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                        and f is not fn and any(n is call for n in ast.walk(f))), None)
+        if site_fn is not None and free & (bound_names(site_fn) - {site_fn.name} if not isinstance(site_fn, ast.Lambda)
+                                           else {x.arg for x in ast.walk(site_fn.args) if isinstance(x, ast.arg)}):
+            continue  # a name of the expression would be the caller's local
+        expr = _Subst(values).visit(copy.deepcopy(last.value))
+        cand = copy.deepcopy(tree)
+        target = next(n for o, n in zip(ast.walk(tree), ast.walk(cand)) if o is call)
+        for parent in ast.walk(cand):
+            for name, value in ast.iter_fields(parent):
+                if value is target:
+                    setattr(parent, name, expr)
+                elif isinstance(value, list) and any(v is target for v in value):
+                    value[[i for i, v in enumerate(value) if v is target][0]] = expr
+        hoist = [s for s in pre if ast.unparse(s) not in {ast.unparse(t) for t in cand.body}]
+        cand.body[idx:idx + 1] = hoist
+        yield ast.unparse(ast.fix_missing_locations(cand))
+
+
+def merge_imports(code: str) -> str:
+    """`from M import a` and a later `from M import b` at the top level become `from M import a, b`
+    where the first was (the later one usually a helper's import, hoisted when the helper went)."""
+    tree = ast.parse(code)
+    first: dict[tuple[str | None, int], ast.ImportFrom] = {}
+    out: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__" and all(a.name != "*" for a in stmt.names):
+            key = (stmt.module, stmt.level)
+            if key in first:
+                have = {(a.name, a.asname) for a in first[key].names}
+                first[key].names += [a for a in stmt.names if (a.name, a.asname) not in have]
+                continue
+            first[key] = stmt
+        out.append(stmt)
+    tree.body = out
+    return ast.unparse(tree)
+
+
+def unused_targets(code: str) -> str:
+    """An assignment to names nothing reads becomes the expression statement it computes (`out, = g(t)`
+    -> `g(t)`: the call stays, the name a reader would look for goes)."""
+    tree = ast.parse(code)
+    loads = _loads(tree)
+    for node in ast.walk(tree):
+        for block in _blocks(node):
+            for i, stmt in enumerate(block):
+                names = _targets(stmt)
+                if names and isinstance(stmt, ast.Assign) and all(loads.get(n, 0) == 0 for n in names):
+                    block[i] = ast.copy_location(ast.Expr(stmt.value), stmt)
+    return ast.unparse(tree)
+
+
+def literal_message(code: str, where: str | None, message: str) -> str:
+    """The failing `assert` (its test is `where`) with the message it raised written out: an f-string
+    that read a record or a helper's constant becomes the text it made, and they can go."""
+    if not where or not where.startswith("assert ") or len(message) > MAX_LINE or "\n" in message:
+        return code
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assert) and node.msg is not None and not isinstance(node.msg, ast.Constant)
+                and f"assert {ast.unparse(node.test)}" == where):
+            node.msg = ast.Constant(message)
+    return ast.unparse(tree)
+
+
+def inline_constants(code: str) -> str:
+    """Module constants of a short literal (`AXIS = 'x'`, `N_DEVICES = 8`), bound once, written where
+    they are read."""
+    tree = ast.parse(code)
+    values: dict[str, ast.expr] = {}
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Constant) and len(repr(stmt.value.value)) <= 12):
+            name = stmt.targets[0].id
+            stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
+            if stores == 1 and not any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(tree)):
+                values[name] = stmt.value
+    if not values:
+        return code
+    tree.body = [s for s in tree.body if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                                             and s.targets[0].id in values and len(s.targets) == 1)]
+    shadowed = {a.arg for n in ast.walk(tree) if isinstance(n, ast.arg) for a in [n]}
+    tree = _Subst({k: v for k, v in values.items() if k not in shadowed}).visit(tree)
+    if any(isinstance(n, ast.Name) and n.id in values for n in ast.walk(tree)):
+        return code  # a parameter of that name: leave them all
+    return ast.unparse(tree)
+
+
+def _skips(tree: ast.Module) -> set[str]:
+    """Top-level functions that only skip: `skip` (the exporter's exit 125) and helpers whose every
+    statement is a call of one, or an `if` around such calls (`need_devices`)."""
+    defs = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
+    out = {n for n in defs if n == "skip"}
+    for _ in range(3):
+        for name, fn in defs.items():
+            body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            if body and all(_skip_only(s, out) for s in body):
+                out.add(name)
+    return out
+
+
+def _skip_only(stmt: ast.stmt, skips: set[str]) -> bool:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
+        return stmt.value.func.id in skips
+    if isinstance(stmt, ast.If) and not stmt.orelse:
+        return all(_skip_only(s, skips) for s in stmt.body)
+    return False
+
+
+def drop_skips(code: str) -> str:
+    """Statements that can only skip (`need_devices()`, `if not found: skip(...)`: exit 125, "cannot test
+    here") go: a script that fails here has passed them."""
+    tree = ast.parse(code)
+    skips = _skips(tree)
+    if not skips:
+        return code
+    for node in ast.walk(tree):
+        for block in _blocks(node):
+            block[:] = [s for s in block if not _skip_only(s, skips)]
+    _fix_empty(tree)
+    return dead_code(ast.unparse(tree))
+
+
+def _size(node: ast.AST) -> int:
+    return len(node.keys) if isinstance(node, ast.Dict) else len(node.elts)  # type: ignore[attr-defined]
+
+
+def shrink_collections(code: str, least: int = 3) -> Iterator[str]:
+    """Candidates that drop a run of items from a literal list, tuple, set or dict of `least` or more
+    (sequences before tables, the largest first; halves, then quarters, ... then single items), each
+    with what only those items used (`program = [15 step names]`, then the STEPS table: the step
+    functions go with their entries)."""
+    tree = ast.parse(code)
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.List, ast.Tuple, ast.Set, ast.Dict))
+             and not isinstance(getattr(n, "ctx", None), ast.Store) and _size(n) >= least
+             and not any(isinstance(e, ast.Starred) for e in getattr(n, "elts", []))
+             and not any(k is None for k in getattr(n, "keys", []))]
+    order = sorted(range(len(nodes)), key=lambda i: (isinstance(nodes[i], ast.Dict), -_size(nodes[i])))  # tables last
+    index = {id(n): i for i, n in enumerate(ast.walk(tree))}
+    for i in order:
+        size = _size(nodes[i])
+        chunk = size // 2
+        while chunk >= 1:
+            for lo in range(0, size, chunk):
+                cand = copy.deepcopy(tree)
+                node = next(n for j, n in enumerate(ast.walk(cand)) if j == index[id(nodes[i])])
+                for name in ("elts", "keys", "values"):
+                    items = getattr(node, name, None)
+                    if isinstance(items, list):
+                        del items[lo:lo + chunk]
+                try:
+                    yield dead_code(ast.unparse(cand))
+                except SyntaxError:
+                    continue
+            chunk //= 2

@@ -1,0 +1,293 @@
+"""The reducer's own rewrites (harness/reduce/transforms.py), the provenance a reduced script carries
+(harness/reduce/script.py) and the cell's variables it keeps: each rewrite against the case it must
+leave alone, and what a reduced script may say only as checked data."""
+
+from __future__ import annotations
+
+import ast
+import io
+import sys
+import textwrap
+import tokenize
+from pathlib import Path
+
+from harness.reduce import transforms as t
+from harness.reduce.normalise import NOQA, reduced_script
+from harness.reduce.reducer import reduce_script
+from harness.reduce.script import REDUCED_HEAD, assemble, install_ok, provenance, split_script
+from harness.reduce.server import ForkServer
+from harness.reduce.signature import signature, statement_at
+from harness.report.standalone import HEADER_LINES
+
+
+def _code(text: str) -> str:
+    return ast.unparse(ast.parse(textwrap.dedent(text)))
+
+
+CORE = textwrap.dedent("""\
+    import json
+    import os
+
+
+    def helper(x):
+        return json.dumps(x)
+
+
+    def core(variant, observe):
+        total = 0
+        for i in range(3):
+            total += i
+            if i == 2:
+                out, = check(variant, total)
+            print("after, in the loop")
+        print("after the loop")
+        observe.close(total)
+
+
+    if __name__ == "__main__":
+        core("base", observe=None)
+        print("no failure")
+    """)
+
+
+TB = ('Traceback (most recent call last):\n  File "/s/repro.py", line 21, in <module>\n'
+      '  File "/lib/x.py", line 9, in g\n  File "/s/repro.py", line 14, in core\nValueError: v\n')
+
+
+def test_what_comes_after_the_failing_statement_goes_but_a_loop_body_stays():
+    tb = TB
+    assert t.frame_lines("Traceback (most recent call last):\n  File \"/s/repro.py\", line 3\nfirst\n" + tb) == [21, 14]
+    cut = t.truncate(CORE, t.frame_lines(tb))
+    assert "after, in the loop" in cut  # it ran in the earlier iterations
+    assert "after the loop" not in cut and "observe.close" not in cut and "no failure" not in cut
+    assert "def helper" in cut  # a definition before the call ran: dead_code's, not truncate's
+
+
+def test_dead_code_keeps_what_calls_something_and_imports_unless_asked():
+    code = _code("""\
+        import json
+        import torch_xla
+        X = 3
+        Y = compute()
+        def unused(a):
+            return a
+        def used():
+            tmp = [1, 2]
+            out, = g(t)
+            return 1
+        used()
+        """)
+    dead = t.dead_code(code)
+    assert "def unused" not in dead and "X = 3" not in dead and "tmp = " not in dead
+    assert "Y = compute()" in dead and "out, = g(t)" in dead  # what it calls may be the point: one at a time
+    assert "import torch_xla" in dead and "import torch_xla" not in t.dead_code(code, imports=True)
+
+
+def test_the_core_becomes_top_level_code_with_its_parameters_folded():
+    code = t.drop_unused_params(t.unwrap_main(t.truncate(CORE, t.frame_lines(TB))))
+    assert "def core(variant):" in code and "core('base')" in code  # observe was never read
+    inlined = t.inline_calls(code)
+    assert "def core" not in inlined and "check('base', total)" in inlined
+    assigned = t.inline_calls(code, substitute=False)
+    assert "variant = 'base'" in assigned
+    # a local that would become a global another function reads stays in its function
+    shadow = _code("""\
+        def other():
+            return total
+        def core():
+            total = 1
+            other()
+        core()
+        """)
+    assert t.inline_calls(shadow) == shadow
+
+
+def test_a_helper_that_only_returns_an_expression_is_inlined_at_its_one_call():
+    code = _code("""\
+        def shard_map(f, *, mesh, check=True):
+            from jax.experimental.shard_map import shard_map as exp
+            return exp(f, mesh=mesh, check_rep=check)
+        def twice(x):
+            return x + x
+        g = shard_map(h, mesh=m)
+        y = twice(compute())
+        """)
+    got = list(t.inline_returns(code))
+    assert len(got) == 1  # twice(compute()) would compute it twice
+    assert "g = exp(h, mesh=m, check_rep=True)" in got[0] and "from jax.experimental.shard_map import" in got[0]
+
+
+def test_names_read_once_imports_of_one_module_and_unread_targets():
+    code = _code("""\
+        from a import b
+        import x
+        dev = devices()[0]
+        s = Sharding(dev, kind='pinned')
+        out = run(s)
+        from a import c
+        """)
+    names = list(t.inline_names(code))
+    assert any("s = Sharding(devices()[0], kind='pinned')" in c for c in names)
+    assert t.merge_imports(code).startswith("from a import b, c\nimport x")
+    assert "\nrun(s)" in t.unused_targets(code)
+    long = _code(f"v = {'x' * 95}()\nw = f(v)\n")
+    assert not list(t.inline_names(long))  # the line would pass MAX_LINE
+
+
+def test_the_failing_statement_is_the_expression_it_computes():
+    src = "out, = g(t)\ndef f():\n    return g(t)\ng(t)\nif x:\n    raise ValueError(1)\nh[mask] = 0.25\n"
+    assert statement_at(src, 1) == statement_at(src, 3) == statement_at(src, 4) == "g(t)"
+    assert statement_at(src, 6) == "if x: raise ValueError(1)"
+    assert statement_at(src, 7) == "h[mask] = 0.25"  # the item assignment is the operation that raised
+
+
+def test_a_table_of_steps_shrinks_by_halves_with_the_functions_only_it_used():
+    code = _code("""\
+        def fa(h):
+            return h
+        def fb(h):
+            return h
+        def fc(h):
+            return h
+        def fd(h):
+            return h
+        STEPS = {'a': fa, 'b': fb, 'c': fc, 'd': fd}
+        program = ['a', 'b', 'c', 'd']
+        run(program, STEPS)
+        """)
+    got = list(t.shrink_collections(code))
+    assert "program = ['c', 'd']" in got[0] and "STEPS = {'a': fa" in got[0]  # the sequence first, its table after
+    table = [c for c in got if "STEPS = {'c': fc, 'd': fd}" in c][0]
+    assert "def fa" not in table and "def fb" not in table and "def fc" in table
+
+
+EXPORTED = "\n".join(HEADER_LINES) + "\n" + textwrap.dedent("""\
+    CASE = 'suites/shard_map/test_x.py::test_y[base]'
+    CELL = 'jax060-cpu (cpu)'
+    KNOWN_ISSUE = 'jax-28260-linearize-transpose-unmarked-primal: https://github.com/jax-ml/jax/issues/28260'
+    INSTALL = 'pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.4.6'
+    import os
+    os.environ.setdefault('XLA_FLAGS', '--xla_force_host_platform_device_count=8')
+    os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+    import jax
+
+    @decorated
+    def f():
+        pass
+    """)
+
+
+def test_the_exported_header_is_read_as_data_and_written_back_shorter():
+    parts = split_script(EXPORTED)
+    assert parts.facts["CELL"] == "jax060-cpu (cpu)" and parts.body.startswith("import jax\n\n@decorated")
+    assert parts.env == {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    text = reduced_script(parts.facts, {"XLA_FLAGS": parts.env["XLA_FLAGS"]}, "import jax\nimport torch_xla\njax.devices()\n",
+                          ["jax053-cpu"])
+    assert text.splitlines() == [
+        REDUCED_HEAD,
+        "CASE = 'suites/shard_map/test_x.py::test_y[base]'",
+        "CELL, PASSES_IN, KNOWN_ISSUE = 'jax060-cpu', 'jax053-cpu', "
+        "'jax-28260-linearize-transpose-unmarked-primal: https://github.com/jax-ml/jax/issues/28260'",
+        "INSTALL = 'pip install jax==0.6.0 jaxlib==0.6.0 numpy==2.4.6'",
+        "import os",
+        "os.environ.update({'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})",
+        "import jax",
+        "import torch_xla" + NOQA,
+        "jax.devices()"]
+    assert assemble({}, "print(os.sep)\n") == "import os\nprint(os.sep)\n"  # the code's own use of os
+
+
+def _comments(text: str) -> list[str]:
+    return [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline) if tok.type == tokenize.COMMENT]
+
+
+def test_a_value_that_fails_its_grammar_is_left_out_never_commented():
+    hostile = {"CASE": "suites/x/test_x.py::test_x[a\n# -*- coding: raw_unicode_escape -*-]",
+               "CELL": "jax060-cpu\nrm -rf / (cpu)", "KNOWN_ISSUE": "no-such-issue: https://x",
+               "INSTALL": "pip install jax==0.6.0; touch pwned"}
+    lines = provenance(hostile, ["good-cpu", "evil\n-cpu"])
+    assert lines == ["PASSES_IN = 'good-cpu'"]
+    text = reduced_script(hostile, {"XLA_FLAGS": "x'\n#y"}, "import jax\n", [])
+    assert _comments(text) == [REDUCED_HEAD, NOQA.strip()] and text.isascii()
+    tree = ast.parse(text)
+    assert [type(n).__name__ for n in tree.body] == ["Import", "Expr", "Import"]
+    assert install_ok("pip install --extra-index-url https://download.pytorch.org/whl/cpu torch==2.9.0 '<jax source>'")
+    assert not install_ok("pip install jax==0.6.0 && curl x") and not install_ok("curl x | sh")
+
+
+def _server(tmp: Path, name: str, **env: str) -> ForkServer:
+    return ForkServer(Path(sys.executable), env, [], tmp / name, name)
+
+
+LIB = "import json, os\n\n\ndef loads(text):\n    if os.environ.get('NEEDED') == '1'{bug}:\n        text = text[:-1]\n    return json.loads(text)\n"
+
+
+def test_a_variable_goes_where_a_fresh_interpreter_without_it_fails_the_same_way(tmp_path):
+    # The cell sets both variables; its "library" (lib.py beside the candidates) fails only with NEEDED=1,
+    # the fixed one never; UNNEEDED changes nothing.
+    script = "\n".join(HEADER_LINES) + "\n" + textwrap.dedent("""\
+        CASE = 'suites/x/test_x.py::test_x'
+        import os
+        os.environ.setdefault('NEEDED', '1')
+        os.environ.setdefault('UNNEEDED', 'x')
+        import sys
+        sys.path.insert(0, os.getcwd())
+        import lib
+        data = lib.loads('[1, 2]')
+        print(data)
+        """)
+    cell = {"NEEDED": "1", "UNNEEDED": "x"}
+    for name, bug in (("bad", ""), ("bad-fresh", ""), ("good-cpu", " and False"), ("good-fresh", " and False")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "lib.py").write_text(LIB.format(bug=bug))
+    with _server(tmp_path, "bad", **cell) as bad, _server(tmp_path, "bad-fresh") as fresh, \
+            _server(tmp_path, "good-cpu", **cell) as good, _server(tmp_path, "good-fresh") as good_fresh:
+        red = reduce_script(script, bad, None, contrast=[good], budget_s=60, fresh=fresh, fresh_contrast=[good_fresh])
+        text = reduced_script(red.facts, red.env, red.body, red.contrast)
+        assert signature(fresh.run(text, 30), text, None) == red.signature  # without the cell's variables
+        assert good_fresh.run(text, 30).status == 0
+    assert red.env == {"NEEDED": "1"} and red.env_dropped == ["UNNEEDED"], text
+    assert "os.environ.update({'NEEDED': '1'})" in text and "lib.loads('[1, 2]')" in text
+
+
+def test_a_library_failure_checks_its_contrast_cell_at_each_phases_end_and_backs_out(tmp_path):
+    # int() raises in the library; deleting the `if` keeps the error but loses the bug: the contrast
+    # cell, run at the phase's end, sends the search back to a candidate it passes
+    script = textwrap.dedent("""\
+        import os
+        s = '1x'
+        if os.environ.get('BUG') != '1':
+            s = '12'
+        n = int(s)
+        """)
+    said: list[str] = []
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good") as good:
+        red = reduce_script(script, bad, None, contrast=[good], budget_s=60, say=said.append)
+        text = reduced_script(red.facts, red.env, red.body)
+        assert signature(bad.run(text, 30), text, None) == red.signature and good.run(text, 30).status == 0
+    assert not red.signature.own_check and "os.environ.get('BUG')" in text
+    assert any("back to the latest one it passes" in m for m in said), said
+
+
+def test_skips_constants_and_an_assertions_message_are_written_out():
+    code = _code("""\
+        AXIS = 'x'
+        N = 8
+        def skip(reason):
+            print(reason)
+            raise SystemExit(125)
+        def need_devices(n=8):
+            if len(jax.devices()) < n:
+                skip('needs devices')
+        need_devices()
+        if not found:
+            skip('api absent')
+        mesh = Mesh(devices()[:N], (AXIS,))
+        assert ok(mesh), f'lost {AXIS} on {N} devices'
+        """)
+    dropped = t.drop_skips(code)
+    assert "skip" not in dropped and "need_devices" not in dropped and "mesh = Mesh(" in dropped
+    assert "mesh = Mesh(devices()[:8], ('x',))" in t.inline_constants(code)
+    assert t.inline_constants("N = 8\ndef f(N):\n    return N\n") == "N = 8\ndef f(N):\n    return N\n"  # a parameter
+    assert "assert ok(mesh), 'lost x on 8 devices'" in t.literal_message(code, "assert ok(mesh)", "lost x on 8 devices")
+    assert t.literal_message(code, "assert other()", "lost x on 8 devices") == code

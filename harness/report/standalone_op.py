@@ -1,5 +1,6 @@
-"""Standalone reproducers of the OpInfo op cases (suites/torchax_ops/test_ops.py): the op, the sample,
-the two results, in about 30 lines (issue 27), where the family's core inlined is about 400.
+"""Standalone reproducers of the OpInfo op cases (suites/torchax_ops/test_ops.py) and of the op's other
+forms (its error inputs, in-place variant, out=): the op, the sample, the two results, in 43 to 62
+lines with the header (issue 27), where the family's core inlined was 398.
 
 The generic exporter (harness.report.standalone) inlines a scenario's core; an op case's core is the
 family's whole comparison machinery (the op space, sample choice, tolerances, both paths), most of it
@@ -9,18 +10,25 @@ or else the one the `ci` profile takes, the largest), call it with torch eager o
 torchax (in its env, or traced through `interop.jax_jit`: the path of the id), print both and check
 what the case checks, in its words (a known issue's `match` reads the script's output as it reads
 the case's message): the output leaves, that each is a torchax Tensor, shapes and dtypes, then the
-values within torch's default tolerance for the dtype, widened to the OpInfo's own overrides for
-CPU, unless two torch runs with different seeds differ (a random op). A random op traced must leave
-the env's PRNG key concrete.
+values within the case's tolerance (torch's default for each output's dtype, or the OpInfo's own
+override for CPU) unless the case compares them by structure only (a random op; an op whose
+cross-device comparison OpInfo skips). A call traced must leave the env's PRNG key concrete. An
+in-place script compares the tensor after the call and the call's result; an out= one the out=
+tensor, filled beforehand with other values than torch's; an error-input script requires torchax to
+raise wherever torch raises.
 
-Every part of the id (op, variant, dtype, path) is checked against a grammar and embedded as a
-literal; so is the failing run's sample (an index and a flag, read from the run's recorded example:
-`Falsifying example: sample(index=7, ties=True)`), never its text.
+Every part of the id (kind, op, variant, dtype, path) is checked against a grammar and embedded as a
+literal; so are the failing run's facts, read from the example the case records
+(`Falsifying example: sample(index=7, ties=True, values=True, rtol=None, atol=None)`, or
+`inplace_sample(index=3)` / `out_sample(...)` / `error_input(...)` for the other forms): integers,
+booleans and finite floats only, never its text. Where the run recorded none (a passing case, an
+export without a run), the script works out the tolerance and whether values compare as the case
+does.
 
 What the script does not redo: a sample the run did not name is the `ci` choice (the largest), so a
-failure only a later sample or only the tied copy shows needs the run's example; values of an op
-OpInfo itself declines to compare across devices (`empty_like` and kin) are compared (a failing case
-of such an op fails on structure first, where the script fails too).
+failure only a later sample or only the tied copy shows needs the run's example; where torch itself
+raises on the sample of an op / in-place / out= script, the script stops there (exit 1, torch's
+error) where the case would require torchax to raise too.
 """
 
 from __future__ import annotations

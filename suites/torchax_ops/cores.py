@@ -1,9 +1,13 @@
 """torchax_ops scenario cores: one OpInfo op, one dtype, one path (torchax eager, or traced under
-jax.jit), every sample (capped in `ci`) against torch eager on CPU.
+jax.jit), every sample (capped in `ci`) against torch eager on CPU; the op's error inputs, in-place
+variant and out= form the same way.
 
 Plain functions over their inputs, called by the tests and inlined by `harness report` into
 standalone reproducers (see suites/compute_on/cores.py for the rules): the case id's parts
-(`aten.floor_divide-float32-jit`) are `op_case`'s leading arguments.
+(`aten.floor_divide-float32-jit`) are `op_case`'s leading arguments. The op cases and their other
+forms are written out shorter by harness/report/standalone_op.py (the op, the sample, the two
+results) from the example a failing case records: keep what it rebuilds (samples(), the tied copy,
+the tolerance, the comparison's messages) in step with it.
 """
 
 from __future__ import annotations
@@ -245,7 +249,7 @@ def op_case(key: str, dtype: str, path: str, observe) -> None:
     same raising, output leaves, shapes, dtypes, values. A failure records the first failing sample
     and how it was compared as the case's example (harness/report/standalone_op.py writes the
     standalone script from it: the op, that sample, the two results)."""
-    torch = require("torch")
+    require("torch")
     env = torchax_env()
     info = opinfo(key)
     cap = sample_cap()

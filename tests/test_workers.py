@@ -168,3 +168,23 @@ def test_a_bad_seams_xdist_is_one_line_exit_2():
     proc = subprocess.run([sys.executable, "-m", "harness", "run", "--cell", "jax060-cpu", "--out", "/tmp/never"],
                           cwd=REPO, capture_output=True, text=True, env={**os.environ, "SEAMS_XDIST": "many"})
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "SEAMS_XDIST='many'" in proc.stderr
+
+
+def test_a_numpy_scalar_recorded_under_xdist_does_not_end_the_session(tmp_path):
+    """An observation holding a numpy.float64 crossed execnet as is: DumpError took the whole xdist
+    session down (xla29-cpu stopped with 171 of 266 cases unrun). Every case must still be recorded."""
+    (tmp_path / "test_np.py").write_text(
+        "import numpy as np\nimport pytest\n\n"
+        "@pytest.mark.parametrize('i', range(4))\n"
+        "def test_records(i, observe):\n"
+        "    observe.record(err=np.float64(i) / 3, n=np.int64(i), arr=np.arange(2))\n")
+    results = tmp_path / "r.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "harness.incell.plugin",
+                           "--rootdir", str(tmp_path), "--seams-results", str(results), "-n", "2", "-q",
+                           str(tmp_path / "test_np.py")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    records = [r for r in lines if r.get("$report_type") == "TestReport" and r.get("when") == "call"]
+    assert len(records) == 4, proc.stdout[-2000:]

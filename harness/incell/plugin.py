@@ -376,4 +376,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.excinfo is not None and (example := _falsifying_example(call.excinfo.value)):
         observations["falsifying_example"] = example
     record = {"raw": raw, "error_type": etype, "message": message, "observations": observations}
+    # Plain JSON values only: under xdist the report crosses execnet, which cannot serialize a
+    # numpy.float64 (or any type beside the builtins) and takes the whole session down with it
+    # (DumpError: xla29-cpu stopped with 171 of 266 cases unrun). The results file writes the same
+    # round trip (default=str), so nothing recorded changes.
+    record = json.loads(json.dumps(record, default=str))
     report.user_properties.append(("seams", record))

@@ -424,6 +424,19 @@ def op_error_case(key: str, path: str, observe) -> None:
     assert not failures, f"{len(failures)} of {len(raised) + len(failures)} error inputs: " + " | ".join(failures[:3])
 
 
+def _conclude(observe, stats: dict, failures: list[str], failed_at: list[str], kind: str, dtype: str,
+              why_not: str, no_sample: str, differs: str) -> None:
+    """The end of an in-place or out= case: what it saw recorded (the first failing sample as the
+    example its standalone script replays), a skip where no sample applied, else every failure."""
+    example = {"falsifying_example": f"Falsifying example: {kind}({failed_at[0]})"} if failed_at else {}
+    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
+    if stats["samples"] == 0:
+        import pytest
+
+        pytest.skip(no_sample)
+    assert not failures, f"{len(failures)} of {stats['samples']} samples: {differs}; " + " | ".join(failures[:3])
+
+
 def _inplace_torch(info: Any, sample: Any, value: int) -> tuple[Any, Any]:
     """(the input after the in-place call, what the call returned), torch eager on CPU."""
     x = _clone(sample.input)
@@ -501,14 +514,9 @@ def op_inplace_case(key: str, dtype: str, path: str, observe) -> None:
             except Exception as exc:
                 failures.append(f"sample {index} ({_describe(sample)}): {type(exc).__name__}: {_short(exc)}")
                 failed_at.append(f"index={index}")
-    example = {"falsifying_example": f"Falsifying example: inplace_sample({failed_at[0]})"} if failed_at else {}
-    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
-    if stats["samples"] == 0:
-        import pytest
-
-        pytest.skip(f"OpInfo {info.name} yields no sample for {dtype} on cpu that does not broadcast its input")
-    assert not failures, (f"{len(failures)} of {stats['samples']} samples: the in-place call differs from torch eager; "
-                          + " | ".join(failures[:3]))
+    _conclude(observe, stats, failures, failed_at, "inplace_sample", dtype, why_not,
+              f"OpInfo {info.name} yields no sample for {dtype} on cpu that does not broadcast its input",
+              "the in-place call differs from torch eager")
 
 
 def _stale_outs(ref: Any) -> Any:
@@ -596,14 +604,9 @@ def op_out_case(key: str, dtype: str, path: str, observe) -> None:
             except Exception as exc:
                 failures.append(f"sample {i} ({_describe(sample)}): {type(exc).__name__}: {_short(exc)}")
                 failed_at.append(f"index={i}")
-    example = {"falsifying_example": f"Falsifying example: out_sample({failed_at[0]})"} if failed_at else {}
-    observe.record(**stats, failing_samples=len(failures), values_compared=not why_not, x64=x64_for(dtype), **example)
-    if stats["samples"] == 0:
-        import pytest
-
-        pytest.skip(f"OpInfo {info.name}: no sample in {dtype} on cpu that torch computes into out= tensors")
-    assert not failures, (f"{len(failures)} of {stats['samples']} samples: out= differs from torch eager; "
-                          + " | ".join(failures[:3]))
+    _conclude(observe, stats, failures, failed_at, "out_sample", dtype, why_not,
+              f"OpInfo {info.name}: no sample in {dtype} on cpu that torch computes into out= tensors",
+              "out= differs from torch eager")
 
 
 def generated_forward(program: list[str], width: int, batch: int, seed: int, observe) -> None:

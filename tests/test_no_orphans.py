@@ -195,12 +195,24 @@ def test_where_a_cgroup_is_delegated_it_alone_kills_what_a_test_left(tmp_path, m
         pytest.skip(f"cgroup containment is not available here: {why}")
     monkeypatch.setattr(lifeline, "owned_by", lambda token: [])
     monkeypatch.setattr(lifeline, "descendants", lambda root=None: set())
+    # This run's own cgroups, not every seams-* one: under xdist another worker's cell has its own
+    # cgroup at the same time.
+    made: list[Path] = []
+    create = lifeline.Cgroup.create.__func__
+
+    def recording_create(cls, token):
+        cgroup = create(cls, token)
+        if cgroup is not None:
+            made.append(cgroup.path)
+        return cgroup
+
+    monkeypatch.setattr(lifeline.Cgroup, "create", classmethod(recording_create))
     run, left = _host_cell_left(tmp_path, monkeypatch)
     assert len(left) == 3
     assert not _gone_within(left, 2.0), "a process a test left outlived its cell's cgroup"
     assert "a test left 3 processes running" in run.reason, run.reason
-    base = lifeline._cgroup2_dir_of_self()
-    assert not [p for p in base.iterdir() if p.name.startswith("seams-")], "the cell's cgroup is removed"
+    assert made, "the cell ran in a cgroup of its own"
+    assert not [p for p in made if p.exists()], "the cell's cgroup is removed"
 
 
 def test_without_a_cgroup_the_subreaper_kills_the_same(tmp_path, monkeypatch):

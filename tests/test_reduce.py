@@ -13,7 +13,7 @@ import pytest
 from harness.reduce.names import undefined_names
 from harness.reduce.normalise import format_code, reduced_script
 from harness.reduce.reducer import NotReducible, reduce_script, split_preamble
-from harness.reduce.script import REDUCED_HEAD, split_script
+from harness.reduce.script import REDUCED_HEAD
 from harness.reduce.server import ForkServer, heavy_imports
 from harness.reduce.signature import signature, statement_at, up_to_numbers
 from harness.report.standalone import HEADER_LINES

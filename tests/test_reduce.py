@@ -207,6 +207,23 @@ def test_the_contrast_cell_is_the_fixing_release_first_then_older_passing_cells(
     assert contrast_cells(report, "other", "j60") == []
 
 
+def test_contrast_cells_are_compared_on_the_package_the_failing_cell_is_a_release_of():
+    from harness.reduce.batch import contrast_cells
+
+    pins = {"x27": {"torch_xla": "2.7.0", "jax": "0.5.3"}, "x28": {"torch_xla": "2.8.1", "jax": "0.6.2"},
+            "x29j": {"torch_xla": "2.9.0", "jax": "0.10.2"}, "tx13": {"torchax": "0.0.13", "jax": "0.7.2"},
+            "j53": {"jax": "0.5.3"}, "j60": {"jax": "0.6.0"}}
+    report = {"cells": [{"cell": n, "pins": p} for n, p in pins.items()],
+              "cases": [{"id": "c", "results": {n: {"raw": "fail" if n in ("x28", "j60") else "pass"} for n in pins}}]}
+    # torch_xla 2.8 fails: the later torch_xla first, then cells without torch_xla (the reducer keeps those
+    # where the full script exits 0: torchax on its own, not jax alone), then the older torch_xla
+    assert contrast_cells(report, "c", "x28") == ["x29j", "j53", "tx13", "x27"]
+    # jax 0.6.0 fails: compared on jax, the nearest later jax first (tx13's 0.7.2, x29j's 0.10.2), never on
+    # torch_xla's 2.7 against jax's 0.6 (x27's jax 0.5.3 ties with j53's)
+    got = contrast_cells(report, "c", "j60")
+    assert got[:2] == ["tx13", "x29j"] and set(got[2:]) == {"j53", "x27"}
+
+
 def test_the_cli_refuses_what_is_not_a_standalone_script(tmp_path):
     import subprocess
 

@@ -61,13 +61,29 @@ def reduced_report(request, tmp_path_factory) -> Path:
 
 # Issue 32's targets for a reduced script, the whole file (its provenance and variables included).
 MAX_LINES, MEDIAN_LINES = 30, 15
-# A script that cannot meet MAX_LINES, by the start of its file name: (its bound, why). None today: each
-# failing result of the default matrix's jax-only cells reduces within 30 lines at the default budget.
-LONGER: dict[str, tuple[int, str]] = {}
+# Scripts that may end over MAX_LINES, by a part of their file name: (their bound, why). Every failing
+# result of the jax-only cells reduced within 30 lines here at the default budget. This case sits on the
+# bound: jax#28260's mesh, linearize and transpose inside shard_map, plus the property's own mesh table
+# and random inputs (the signature keeps their message's words); its search ends at 30 lines unhurried
+# (load 1) and ended at 25-31 over six batches at load 4-10, where each candidate's shard_map compile
+# (0.3-1.3 s) lets the budget stop the search first.
+# The torch cells (SEAMS_FIDELITY=all) add two families the bulk run left over 30 lines, both at the budget:
+# - torchax_ops/test_modules.py (48): the failing step (a masked assignment traced by jax.jit) needs the
+#   generated module's class, its step table down to two steps, and torchax's extract_jax around it;
+# - call_jax/test_properties.py and test_structure.py on torch_xla 2.7 (33-47): an assertion whose message
+#   prints both pytrees' structure keeps the helpers that describe a tree (the message is the signature).
+LONGER: dict[str, tuple[int, str]] = {
+    "suites_shard_map_test_properties.py_test_replicated_primal_linearize_transpose_": (
+        34, "on the bound: 30 lines unhurried, 25-31 over six batches at load 4-10 (budget-bound compiles)"),
+    "suites_torchax_ops_test_modules.py_test_generated_forward_": (
+        50, "the generated module, two steps of its table and extract_jax stay: 48 lines at the budget"),
+    "xla27-cpu__suites_call_jax_test_properties.py_": (50, "the tree-describing helpers the message prints: 43-47"),
+    "xla27-cpu__suites_call_jax_test_structure.py_": (40, "the tree-describing helpers the message prints: 33-39"),
+}
 
 
 def _bound(script: str) -> int:
-    return next((b for prefix, (b, _why) in LONGER.items() if script.startswith(prefix)), MAX_LINES)
+    return next((b for part, (b, _why) in LONGER.items() if part in script), MAX_LINES)
 
 
 def test_reduced_scripts_are_within_the_length_targets(reduced_report):

@@ -26,7 +26,8 @@ from harness.reduce.script import split_script
 from harness.reduce.server import ForkServer, heavy_imports
 
 _TORCH = {"torch", "torch_xla", "torchax"}
-MAX_SERVERS = 6  # fork servers alive at once in a batch
+MAX_CONTRAST = 2  # cells where the case passes that the reduced script is checked in (the search uses the first)
+MAX_SERVERS = 2 + 2 * MAX_CONTRAST  # fork servers alive at once in a batch: one script's, fresh ones included
 FRESH_PRELOAD = ("numpy", "torch")  # what a fresh server imports before forking: neither reads the cell's variables
 
 
@@ -87,25 +88,38 @@ def cell_named(name: str):
     return found[0]
 
 
-def _version(pins: dict[str, Any]) -> Version:
-    for pkg in ("torch_xla", "torch-xla", "torchax", "jax"):
-        try:
-            if pins.get(pkg):
-                return Version(str(pins[pkg]))
-        except InvalidVersion:
-            continue
-    return Version("0")
+_STACK = ("torch_xla", "torch-xla", "torchax", "jax")  # what a cell is a release of, in this order
+
+
+def _pinned(pins: dict[str, Any], pkg: str) -> Version | None:
+    try:
+        return Version(str(pins[pkg])) if pins.get(pkg) else None
+    except InvalidVersion:
+        return None
 
 
 def contrast_cells(report: dict[str, Any], case_id: str, failing: str) -> list[str]:
-    """Cells of the report where the case passes: later releases first (the fixing one), then older."""
+    """Cells of the report where the case passes, compared on the package the failing cell is a release
+    of (torch_xla, else torchax, else jax): the later releases first, the nearest (the fixing one)
+    first; then the same release in another stack (newer jax under the same torch_xla); then cells
+    without that package (torchax on its own, where a torch_xla cell fails); then older releases, the
+    nearest first (where the case passed before a regression)."""
     cells = {c["cell"]: c for c in report["cells"]}
     case = next((c for c in report["cases"] if c["id"] == case_id), None)
     if case is None or failing not in cells:
         return []
-    bad = _version(cells[failing].get("pins") or {})
-    passing = [n for n, r in case["results"].items() if r.get("raw") == "pass" and n in cells and n != failing]
-    return sorted(passing, key=lambda n: (_version(cells[n].get("pins") or {}) < bad, str(n)))
+    pins = cells[failing].get("pins") or {}
+    key = next((p for p in _STACK if _pinned(pins, p) is not None), None)
+    passing = sorted(n for n, r in case["results"].items() if r.get("raw") == "pass" and n in cells and n != failing)
+    if key is None:
+        return passing
+    bad = _pinned(pins, key)
+    assert bad is not None
+    have = {n: _pinned(cells[n].get("pins") or {}, key) for n in passing}
+    later = sorted((n for n in passing if have[n] is not None and have[n] > bad), key=lambda n: have[n])
+    same = [n for n in passing if have[n] == bad]
+    older = sorted((n for n in passing if have[n] is not None and have[n] < bad), key=lambda n: have[n], reverse=True)
+    return later + same + [n for n in passing if have[n] is None] + older
 
 
 def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
@@ -142,6 +156,23 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
     return outcomes
 
 
+def _installs(name: str, modules: list[str]) -> bool:
+    """Whether the catalogue's cell installs every heavy package the script imports (numpy always)."""
+    from harness.cells.cell import IMPORT_NAMES
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    cell = cell_named(name)
+    dists = list(cell.pins)
+    for extra in cell.extras:
+        try:
+            dists.append(Requirement(str(extra)).name)
+        except InvalidRequirement:
+            continue
+    have = {IMPORT_NAMES.get(canonicalize_name(d), canonicalize_name(d).replace("-", "_")) for d in dists}
+    return all(m in have for m in modules if m != "numpy")
+
+
 def sorted_jobs(jobs: list[Job]) -> list[Job]:
     """The order a batch reduces in (and its outcomes come back in): by cell, then by what the script
     imports (one fork server for the run of them), then by name (a case's variants side by side: the
@@ -165,10 +196,12 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     start = time.monotonic()
     say(f"reduce {job.script.name} ({out.lines_before} lines) in {job.cell}")
     try:
-        contrast = [server(c, preload) for c in job.contrast[:1]]
+        runs_it = [c for c in job.contrast if _installs(c, preload)][:MAX_CONTRAST]  # jax alone cannot run torch_xla
+        contrast = [server(c, preload) for c in runs_it]
         red = reduce_script(source, server(job.cell, preload), known_match(source), contrast=contrast,
                             budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
-                            fresh_contrast=[server(c, preload, True) for c in job.contrast[:1]], seeds=seeds or ())
+                            fresh_contrast=[server(c, preload, True) for c in runs_it],
+                            seeds=seeds or ())
     except NotReducible as exc:
         out.refused, out.seconds = str(exc), round(time.monotonic() - start, 1)
         say(f"  refused: {exc}")

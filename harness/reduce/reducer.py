@@ -79,8 +79,9 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     """Reduce source (a failing standalone script) under its signature; raises NotReducible.
 
     contrast: servers of cells where the case passes (the fixing release first) and the full script
-    exits 0: every kept candidate must exit 0 there too, so the reduction keeps the bug, not merely
-    a way to raise the same error (a reducer left alone turns a wrong gradient into a wrong call).
+    exits 0: every kept candidate must exit 0 in the first (so the reduction keeps the bug, not merely
+    a way to raise the same error: a reducer left alone turns a wrong gradient into a wrong call), and
+    the script written in each of them.
     fresh (and fresh_contrast, the contrast cells'): servers that import at most numpy and torch and
     run without the cell's variables, where dropping a variable from the script is seen. seeds: reductions of
     scripts before: the code of one with this script's signature, or of the same case (another cell),
@@ -101,7 +102,8 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     if match and str(sig.failure).startswith("no match"):
         raise NotReducible("the known issue's match is not in the script's output: its failure is another one")
     passing = [i for i, c in enumerate(contrast) if c.run(source, 600).status == 0]  # else it cannot tell the bug apart
-    contrast = [contrast[i] for i in passing]
+    every = [contrast[i] for i in passing]  # each cell where the full script passes: the written script must too
+    contrast = every[:1]  # the search's: the fixing release first; the others are checked at the end
     fresh_contrast = [fresh_contrast[i] for i in passing if i < len(fresh_contrast)]
     if sig.own_check and not contrast:
         # An assertion fails as surely when the reducer guts what it checks ("the compiled module lost the
@@ -112,17 +114,18 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     timeout = max(MIN_TIMEOUT_S, int(3 * again.seconds) + 1)  # the first run also waited for the server's imports
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(dict(parts.facts), dict(parts.env), ast.unparse(ast.parse(parts.body)), sig,
-                    contrast=[c.name for c in contrast])
+                    contrast=[c.name for c in every])
     say(f"signature: {sig.describe()}; candidate timeout {timeout} s; "
         f"must pass in: {', '.join(red.contrast) or 'no contrast cell'}")
     seen: dict[str, bool] = {}
     limit = [SEARCH_SHARE]  # the share of the budget the current phase may use (the last ones keep room)
     tidying = False  # the last checks (the tidied script, the contrast cell's) run past the budget
     trace = bool(os.environ.get("SEAMS_REDUCE_TRACE"))
-    # The contrast cell runs each kept candidate at once where the failure is the script's own check (a
-    # reduction that guts it must be caught before the search builds on it); for a failure the library
-    # raises it runs at each phase's end (checkpoint), and a candidate that does not pass there is
-    # backed out of, to the latest kept one that does: half the runs, the same guarantee.
+    # Every cell where the case passes runs each kept candidate at once where the failure is the script's
+    # own check (a reduction that guts it must be caught before the search builds on it); for a failure
+    # the library raises they run at each phase's end (checkpoint), and a candidate one of them does not
+    # pass is backed out of, to the latest kept one they all pass: half the runs, the same guarantee,
+    # and the next phase searches on from what every such cell passes.
     deferred = bool(contrast) and not sig.own_check
     since: list[str] = []  # candidates kept since the contrast cell last passed one
     vouched = [red.body]  # the last candidate the contrast cell passed (the original's code passes there)
@@ -130,10 +133,11 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     def key_of(candidate: str) -> str:
         return hashlib.sha256(candidate.encode()).hexdigest()
 
-    def passes_contrast(candidate: str) -> bool:
+    def passes_contrast(candidate: str, cells: Sequence[ForkServer] | None = None) -> bool:
+        """Exit 0 in the search's contrast cell (in `cells`: each of them)."""
         full = assemble(red.env, candidate)
         red.ran += 1
-        return all(c.run(full, timeout).status == 0 for c in contrast)
+        return all(c.run(full, timeout).status == 0 for c in (contrast if cells is None else cells))
 
     # pysource-minimize also shortens values: `'_xla_compute_type'` -> `'pute_type'`, `1e-09` ->
     # `1.0000000000000003e-09`. A value no line of the script held is rejected unrun: what a reader sees
@@ -164,7 +168,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
             run = server.run(full, timeout)
             ok = signature(run, full, match) == sig
             if ok and not deferred:
-                ok = passes_contrast(candidate)
+                ok = passes_contrast(candidate, every)
             if trace:
                 say(f"    {time.monotonic() - start:6.1f} s: run {red.ran} {run.seconds:.1f} s exit {run.status}: "
                     f"{'kept' if ok else 'rejected'} ({len(full.splitlines())} lines)")
@@ -181,18 +185,18 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
             since.clear()
             return
         best = red.body
-        if not passes_contrast(red.body):
+        if not passes_contrast(red.body, every):  # at a checkpoint, every cell where the case passes
             seen[key_of(red.body)] = False
             best = vouched[0]
             lo, hi = 0, len(since) - 1 if since and since[-1] == red.body else len(since)
             while lo < hi:
                 mid = (lo + hi) // 2
-                if passes_contrast(since[mid]):
+                if passes_contrast(since[mid], every):
                     best, lo = since[mid], mid + 1
                 else:
                     seen[key_of(since[mid])] = False
                     hi = mid
-            say("  the contrast cell fails the candidate kept last: back to the latest one it passes")
+            say("  a cell where the case passes fails the candidate kept last: back to the latest one they all pass")
         red.body = vouched[0] = best
         since.clear()
 

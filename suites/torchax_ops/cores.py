@@ -146,12 +146,12 @@ def _torchax_eager(env: Any, info: Any, sample: Any) -> Any:
         return info(*args, **kwargs)
 
 
-def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
-    """The call traced: its tensors are jax.jit arguments, everything else closed over as static."""
+def _jit_over_tensors(env: Any, tree: Any, body: Any) -> Any:
+    """body(tree) traced through interop.jax_jit: the tree's tensors are jax.jit arguments, every
+    other leaf is closed over as static (the one way each path of the op cases traces a call)."""
     import torch
     from torch.utils import _pytree as pytree
 
-    tree = _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs)))
     leaves, spec = pytree.tree_flatten(tree)
     where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
 
@@ -159,15 +159,24 @@ def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
         filled = list(leaves)
         for i, t in zip(where, tensors):
             filled[i] = t
-        args, kwargs = pytree.tree_unflatten(filled, spec)
+        return body(pytree.tree_unflatten(filled, spec))
+
+    tensors = env.to_xla(tuple(leaves[i] for i in where))
+    seed(0)
+    return torch_api.torchax_entry("interop.jax_jit")(traced)(*tensors)
+
+
+def _torchax_jit(env: Any, info: Any, sample: Any) -> Any:
+    """The call traced: its tensors are jax.jit arguments, everything else closed over as static."""
+
+    def call(tree):
+        args, kwargs = tree
         out = info(*args, **kwargs)
         # torch.return_types (max.dim, sort, ...) are no JAX pytree: returned as they are, jax.jit
         # refuses every such op (pinned once: test_jit_boundary.py); as a tuple, the op is tested
         return tuple(out) if _is_structseq(out) else out
 
-    tensors = env.to_xla(tuple(leaves[i] for i in where))
-    seed(0)
-    return torch_api.torchax_entry("interop.jax_jit")(traced)(*tensors)
+    return _jit_over_tensors(env, _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs))), call)
 
 
 def _is_structseq(x: Any) -> bool:
@@ -450,8 +459,6 @@ def _inplace_torchax(env: Any, path: str, info: Any, sample: Any) -> tuple[Any, 
     """(the input after the in-place call, what it returned, whether that was the input itself: None
     traced) on torchax: eagerly on a torchax tensor in the env, or traced (the input is a jit argument
     the function updates and returns)."""
-    import torch
-    from torch.utils import _pytree as pytree
 
     tree = _on_jax((_clone(sample.input), _clone((sample.args, sample.kwargs))))
     if path == "eager":
@@ -460,19 +467,12 @@ def _inplace_torchax(env: Any, path: str, info: Any, sample: Any) -> tuple[Any, 
         with env:
             returned = info.inplace_variant(x, *args, **kwargs)
         return x, returned, returned is x
-    leaves, spec = pytree.tree_flatten(tree)
-    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
 
-    def traced(*tensors):
-        filled = list(leaves)
-        for i, t in zip(where, tensors):
-            filled[i] = t
-        x, (args, kwargs) = pytree.tree_unflatten(filled, spec)
-        returned = info.inplace_variant(x, *args, **kwargs)
-        return x, returned
+    def call(tree):
+        x, (args, kwargs) = tree
+        return x, info.inplace_variant(x, *args, **kwargs)
 
-    seed(0)
-    x, returned = torch_api.torchax_entry("interop.jax_jit")(traced)(*env.to_xla(tuple(leaves[i] for i in where)))
+    x, returned = _jit_over_tensors(env, tree, call)
     return x, returned, None
 
 
@@ -538,8 +538,6 @@ def _stale_outs(ref: Any) -> Any:
 
 def _out_torchax(env: Any, path: str, info: Any, sample: Any, outs: Any) -> tuple[Any, bool | None]:
     """(the out= tensors after the call, whether the call returned them: None traced) on torchax."""
-    import torch
-    from torch.utils import _pytree as pytree
 
     tree = _on_jax((_clone((sample.input, *sample.args)), _clone(sample.kwargs), outs))
     if path == "eager":
@@ -549,19 +547,13 @@ def _out_torchax(env: Any, path: str, info: Any, sample: Any, outs: Any) -> tupl
             returned = info(*args, **kwargs, out=out)
         same = returned is out or (isinstance(out, tuple) and all(r is o for r, o in zip(returned, out)))
         return out, same
-    leaves, spec = pytree.tree_flatten(tree)
-    where = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
 
-    def traced(*tensors):
-        filled = list(leaves)
-        for i, t in zip(where, tensors):
-            filled[i] = t
-        args, kwargs, out = pytree.tree_unflatten(filled, spec)
+    def call(tree):
+        args, kwargs, out = tree
         info(*args, **kwargs, out=out)
         return out
 
-    seed(0)
-    return torch_api.torchax_entry("interop.jax_jit")(traced)(*env.to_xla(tuple(leaves[i] for i in where))), None
+    return _jit_over_tensors(env, tree, call), None
 
 
 def op_out_case(key: str, dtype: str, path: str, observe) -> None:

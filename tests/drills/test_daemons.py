@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from .escaping import ESCAPING_DAEMON
+
 
 def _note(pid: int) -> None:
     with open(os.environ["SEAMS_DRILL_PIDS"], "a") as fh:
@@ -34,15 +36,7 @@ def test_double_forked_daemon():
 
 def test_clean_environment_daemon():
     """The same daemon started with an empty environment (no SEAMS_OWNER mark): found as the subreaper's."""
-    code = ("import os, sys, time\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            "        os.write(1, f'{os.getpid()}\\n'.encode())\n"
-            "        os.closerange(0, 1024)\n"
-            "        time.sleep(600)\n"
-            "    os._exit(0)\n")
-    out = subprocess.run([sys.executable, "-I", "-c", code], env={}, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-I", "-c", ESCAPING_DAEMON], env={}, capture_output=True, text=True, timeout=60)
     _note(int(out.stdout.strip()))
 
 

@@ -27,6 +27,7 @@ from harness.paths import MATRICES_DIR
 from harness.run import backend
 from harness.run.backend import BackendDown, backend_timeout, probe
 from harness.run.cellrun import run_cell
+from tests.fake_site import fake_site_python
 
 ACCEL = load_matrix(MATRICES_DIR / "accelerators.yaml")
 
@@ -352,22 +353,6 @@ def test_build_only_with_pytest_arguments_is_one_line_of_bad_input(tmp_path):
 
 # --- the env check of the device's runtime (a fake site-packages, the real check script) -----------
 
-def _fake_site_python(tmp_path: Path, dists: dict[str, tuple[str, str]]) -> Path:
-    """An interpreter whose site holds `dists`: name -> (version, module source or '' for no module)."""
-    site = tmp_path / "site"
-    for name, (version, source) in dists.items():
-        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        if source:
-            mod = site / name.replace("-", "_")
-            mod.mkdir()
-            (mod / "__init__.py").write_text(source)
-    exe = tmp_path / "bin" / "python"
-    exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return exe
 
 
 JAX = {"jax": ("0.6.0", "__version__ = '0.6.0'\n")}
@@ -381,7 +366,7 @@ JAX = {"jax": ("0.6.0", "__version__ = '0.6.0'\n")}
 def test_an_env_without_a_working_device_runtime_is_an_env_error(tmp_path, libtpu, want):
     from harness.cells.envs import verify
 
-    python = _fake_site_python(tmp_path, {**JAX, **({"libtpu": libtpu} if libtpu else {})})
+    python = fake_site_python(tmp_path, {**JAX, **({"libtpu": libtpu} if libtpu else {})})
     with pytest.raises(EnvError, match=want):
         verify(python, Cell(name="t-tpu", device="tpu", pins={"jax": "0.6.0"}))
 
@@ -389,7 +374,7 @@ def test_an_env_without_a_working_device_runtime_is_an_env_error(tmp_path, libtp
 def test_a_gpu_env_without_jaxs_cuda_plugin_is_an_env_error(tmp_path):
     from harness.cells.envs import verify
 
-    python = _fake_site_python(tmp_path, {**JAX, "jax-cuda12-plugin": ("0.6.0", "")})
+    python = fake_site_python(tmp_path, {**JAX, "jax-cuda12-plugin": ("0.6.0", "")})
     with pytest.raises(EnvError, match=r"^jax-cuda12-pjrt \(gpu runtime\): not installed"):
         verify(python, Cell(name="g-gpu", device="gpu", pins={"jax": "0.6.0"}))
 
@@ -397,7 +382,7 @@ def test_a_gpu_env_without_jaxs_cuda_plugin_is_an_env_error(tmp_path):
 def test_an_env_with_its_runtime_reports_the_runtimes_version(tmp_path):
     from harness.cells.envs import verify
 
-    python = _fake_site_python(tmp_path, {**JAX, "libtpu": ("0.0.13", "")})
+    python = fake_site_python(tmp_path, {**JAX, "libtpu": ("0.0.13", "")})
     (tmp_path / "site" / "libtpu").mkdir()
     (tmp_path / "site" / "libtpu" / "__init__.py").write_text("")
     got = verify(python, Cell(name="t-tpu", device="tpu", pins={"jax": "0.6.0"}))
@@ -468,6 +453,6 @@ def test_the_callers_start_up_variables_stay_out_of_the_probe(tmp_path, monkeypa
 def test_the_env_check_sees_the_env_not_the_callers_start_up_variables(tmp_path, monkeypatch):
     from harness.cells.envs import verify
 
-    python = _fake_site_python(tmp_path, JAX)
+    python = fake_site_python(tmp_path, JAX)
     monkeypatch.setenv("PYTHONHOME", str(tmp_path / "nowhere"))  # would stop the check's Python starting
     assert verify(python, Cell(name="c-cpu", device="cpu", pins={"jax": "0.6.0"})) == {"jax": "0.6.0"}

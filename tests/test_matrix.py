@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import UserError
 from harness.cells.matrix import catalogue, load_matrix
+from tests.fake_site import fake_site_python
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -133,30 +134,11 @@ def test_the_default_matrix_builds_the_newest_torch_with_torchax_although_it_can
     assert cell.import_may_fail == ("torchax",)  # the census and the torchax cases report it, not an env-error
 
 
-def _fake_env(tmp_path: Path, packages: dict[str, tuple[str, str]]) -> Path:
-    """An interpreter seeing only `packages` (name -> (version, its __init__.py)) beside the stdlib."""
-    import stat
-    import sys
-
-    site = tmp_path / "site"
-    for name, (version, source) in packages.items():
-        info = site / f"{name}-{version}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        (site / name).mkdir()
-        (site / name / "__init__.py").write_text(source)
-    exe = tmp_path / "bin" / "python"
-    exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    return exe
-
-
 def test_a_pin_whose_import_may_fail_is_checked_by_its_metadata_and_left_to_the_tests(tmp_path):
     from harness.cells.cell import Cell
     from harness.cells.envs import EnvError, verify
 
-    python = _fake_env(tmp_path, {"torchax": ("0.0.13", "import jax\n")})
+    python = fake_site_python(tmp_path, {"torchax": ("0.0.13", "import jax\n")})
     plain = Cell(name="t-cpu", device="cpu", pins={"torchax": "0.0.13"})
     with pytest.raises(EnvError, match=r"^torchax==0.0.13: import torchax failed: ModuleNotFoundError: No module named 'jax'$"):
         verify(python, plain)

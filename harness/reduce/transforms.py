@@ -193,13 +193,18 @@ def _calls_of(tree: ast.AST, name: str) -> list[ast.Call] | None:
     return calls
 
 
+def _plain_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    """The top-level functions a call can be rewritten against: no decorator, no *args, **kwargs or
+    positional-only parameters (a call's arguments then map onto parameters by name or position)."""
+    return [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list
+            and not (s.args.vararg or s.args.kwarg or s.args.posonlyargs)]
+
+
 def drop_unused_params(code: str) -> str:
     """Each parameter a top-level function never reads goes, and so does the argument every call passes it."""
     tree = ast.parse(code)
-    for fn in [s for s in tree.body if isinstance(s, ast.FunctionDef)]:
+    for fn in _plain_functions(tree):
         a = fn.args
-        if a.vararg or a.kwarg or a.posonlyargs or fn.decorator_list:
-            continue
         calls = _calls_of(tree, fn.name)
         if calls is None or any(any(isinstance(x, ast.Starred) for x in c.args) or any(k.arg is None for k in c.keywords)
                                 for c in calls):
@@ -260,10 +265,8 @@ def _returns(fn: ast.AST) -> bool:
 def inline_calls(code: str, substitute: bool = True) -> str:
     """A top-level function called once, by a top-level expression statement, becomes its body there."""
     tree = ast.parse(code)
-    for fn in [s for s in tree.body if isinstance(s, ast.FunctionDef)]:
+    for fn in _plain_functions(tree):
         a = fn.args
-        if fn.decorator_list or a.vararg or a.kwarg or a.posonlyargs:
-            continue
         calls = _calls_of(tree, fn.name)
         if not calls or len(calls) != 1:
             continue
@@ -373,12 +376,13 @@ def inline_returns(code: str) -> Iterator[str]:
     imports, hoisted to where the function was), called once, becomes that expression at the call
     (`shard_map(f, mesh=m)` -> `exp_shard_map(f, mesh=m, check_rep=True)`)."""
     tree = ast.parse(code)
+    plain = _plain_functions(tree)
     for idx, fn in enumerate(tree.body):
-        if not isinstance(fn, ast.FunctionDef) or fn.decorator_list:
+        if fn not in plain:
             continue
         a = fn.args
         *pre, last = fn.body
-        if (a.vararg or a.kwarg or a.posonlyargs or not isinstance(last, ast.Return) or last.value is None
+        if (not isinstance(last, ast.Return) or last.value is None
                 or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in pre)):
             continue
         calls = _calls_of(tree, fn.name)

@@ -77,13 +77,21 @@ _CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToke
 def _check_depth(text: str) -> None:
     """Reject deep nesting from the token stream, before the (recursive, slow) composer sees it."""
     depth = 0
-    for token in yaml.scan(text, Loader=_Loader):
-        if isinstance(token, _OPEN):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _Bad(token.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(token, _CLOSE):
-            depth -= 1
+    try:
+        for token in yaml.scan(text, Loader=_Loader):
+            if isinstance(token, _OPEN):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _Bad(token.start_mark.line + 1, f"nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(token, _CLOSE):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        # libyaml 0.2.5 as bundled from PyYAML 6.0.4 on stops at its own limit (1000 levels) while
+        # looking ahead, before we see the 65th token: the same fault, so the same message.
+        if "nesting depth" not in str(exc.problem):
+            raise
+        mark = exc.problem_mark or exc.context_mark
+        raise _Bad(mark.line + 1 if mark else 1, f"nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _check_size(node: yaml.Node) -> None:

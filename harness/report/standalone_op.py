@@ -206,7 +206,8 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
             f" and torch.{dtype} in (x.dtypes or [torch.{dtype}]) and any(getattr(d, '__name__', '') == 'decorator'"
             " for d in x.decorators) for x in info.decorators)"]),
         "env = torchax.default_env()",
-        "env.manual_seed(0)",
+        # torchax 0.0.4 has no Environment.manual_seed: its random ops draw keys from torch's generator
+        "env.manual_seed(0) if hasattr(env, 'manual_seed') else torch.manual_seed(0)",
         # the device the sample names (a factory's device=, to()'s argument) is torchax's
         f"on_jax = pt.tree_map({_SWAP}, args)",
     ]
@@ -215,7 +216,7 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     else:
         lines += _traced(path, _TRACED_RETURN[kind], "got")
         lines += ["got = pt.tree_leaves(got)",
-                  "assert 'Tracer' not in type(env.prng_key).__name__, \"the call left a JAX tracer as the env's PRNG key\""]
+                  "assert 'Tracer' not in type(getattr(env, 'prng_key', None)).__name__, \"the call left a JAX tracer as the env's PRNG key\""]
     lines += [
         "print('torch:', want, '\\ntorchax:', got)",
         *tol,

@@ -62,7 +62,8 @@ OWN_ASSERT = HEADER + textwrap.dedent(f'''\
 HELPER = "def close_enough(got, want):\n    return abs(got - want) <= TOLERANCE"
 
 # "Compiling" drops the host tag (BUG=1). Without the precondition, a reduction that never puts the tag
-# there (`lowered = on_host(op)` -> `lowered = op`) fails the last check the same way, bug gone.
+# there (`op = on_host("mul")` -> `op = "mul"`, two steps before the failing check: not frozen) fails the
+# last check the same way, bug gone.
 HOST_LIBRARY = ("import os\n\ndef compile_module(text):\n"
                 "    return text.replace('@host ', '') if os.environ.get('BUG') == '1' else text\n")
 
@@ -87,8 +88,8 @@ PRECONDITION = HEADER + textwrap.dedent(f'''\
 
 
     def core():
-        op = "mul"
-        lowered = on_host(op)
+        op = on_host("mul")
+        lowered = "lowered: " + op
         assert placed(lowered), "lowered without the host placement"
         compiled = library["compile_module"](lowered)
         print("compiled:", compiled)
@@ -153,6 +154,7 @@ def test_a_gutted_helper_or_a_severed_input_is_rejected_unrun(tmp_path):
     assert not lacks(ast.parse(OWN_ASSERT), frozen)
     assert lacks(ast.parse(gutted), frozen)
     assert lacks(ast.parse(severed), frozen)
+    assert lacks(ast.parse(OWN_ASSERT.replace("want = math.fsum(values)", "want = got + 1")), frozen)  # an input rebound
     assert lacks(ast.parse(OWN_ASSERT.replace("TOLERANCE = 1e-09", "TOLERANCE = 0")), frozen)  # what the helper reads
     assert lacks(ast.parse(OWN_ASSERT.replace('"library_sum is off', '"off')), frozen) is False  # the message: the signature's
     # moving the check (the scenario inlined into the main block) is not changing it
@@ -161,7 +163,7 @@ def test_a_gutted_helper_or_a_severed_input_is_rejected_unrun(tmp_path):
 
 
 def test_the_checks_that_passed_before_the_failing_one_protect_the_cause(tmp_path):
-    dropped_cause = PRECONDITION.replace("lowered = on_host(op)", "lowered = op")
+    dropped_cause = PRECONDITION.replace('op = on_host("mul")', 'op = "mul"')
     no_precondition = dropped_cause.replace('    assert placed(lowered), "lowered without the host placement"\n', "")
     with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "fixed") as fixed:
         frozen = _frozen(PRECONDITION, bad)
@@ -176,10 +178,11 @@ def test_the_checks_that_passed_before_the_failing_one_protect_the_cause(tmp_pat
         assert fixed.run(text, 30).status == 0, text
     assert set(frozen.statements) == {"assert placed(lowered), 'lowered without the host placement'",
                                       "assert placed(compiled)"}
+    assert not lacks(ast.parse(dropped_cause), frozen)  # what rejects it is the precondition's run
     assert lacks(ast.parse(no_precondition), frozen)
     assert lacks(ast.parse(PRECONDITION.replace(', "lowered without the host placement"', "")), frozen)
     # the cause stays (on_host's expression may be written where it was called: inline_returns)
-    assert "'@host ' + op" in text and "assert placed(lowered), 'lowered without the host placement'" in text
+    assert "'@host '" in text and "assert placed(lowered), 'lowered without the host placement'" in text
     assert "def placed(text):\n    return 'host' in tags(text)" in text and "def tags(text):" in text
 
 

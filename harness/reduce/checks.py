@@ -19,11 +19,13 @@ may simplify everything but them. The *frozen set*, read from the original scrip
 A candidate is kept only where each frozen statement is still there word for word (as the signature
 says a statement: an `assert` by its test, a `raise` under an `if` with its condition), anywhere in
 the script (inlining the scenario into the main block moves them), and each frozen definition is
-there unchanged at the top level. What a check *reads* may still change, with one exception: a name
-a frozen check reads may not be bound to a bare constant the original never bound it to (`got =
-library_sum(values)` -> `got = 0` fails "off the exact sum" the same way with the library gone).
-Anything subtler (a script helper the value passes through, gutted) is caught by a precondition, or
-by the failure's message (up to numbers), or not at all: a contrast cell is the stronger oracle.
+there unchanged at the top level. What a check reads is held one step back: the assignment that last
+bound each of its local inputs before it, in its function, stays as written (`got = library_sum(values)`
+-> `got = 0` fails "off the exact sum" the same way with the library gone; `expected_jax_dtype = j`
+made a dtype precondition vacuous), and no name a check reads may be bound to a bare constant the
+original never bound it to. Further back (what `values` was, a script helper the value passes
+through, gutted) is caught by a precondition, or by the failure's message (up to numbers), or not at
+all: a contrast cell is the stronger oracle.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Frozen:
 
     statements: Counter = field(default_factory=Counter)
     definitions: Counter = field(default_factory=Counter)
+    inputs: Counter = field(default_factory=Counter)  # the assignment each check's local inputs last got, as written
     operands: frozenset = frozenset()  # the names the frozen checks read that the script binds in a function
     written: frozenset = frozenset()  # the original's statements, as written (a constant binding it had stays allowed)
 
@@ -209,7 +212,34 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
                 todo |= _referenced(d, checks)
     operands = frozenset(set().union(*(_referenced(s, checks) for s in ran)) - set(defined)) if ran else frozenset()
     written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
-    return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), operands, written)
+    inputs = Counter(ast.unparse(a) for a in _inputs(ran, parents))
+    return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written)
+
+
+def _scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST:
+    """The function (or module) a statement runs in."""
+    while node in parents and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = parents[node]
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else next(
+        n for n in parents.values() if isinstance(n, ast.Module))
+
+
+def _inputs(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> list[ast.stmt]:
+    """For each check, the assignment that last bound each name it reads, in its own function, before it
+    (`got = library_sum(values)` for `assert close_enough(got, want)`): the values a check judges are
+    computed as the original computed them (`expected_jax_dtype = j` made a dtype check vacuous)."""
+    out: dict[int, ast.stmt] = {}
+    for check in ran:
+        reads = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        assigns = [a for a in _own_statements(_scope(check, parents))
+                   if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.lineno < check.lineno]
+        for name in reads:
+            last = [a for a in assigns if name in {b for b, _v in _bindings(a)} or any(
+                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) for n in ast.walk(t))]
+            if last:
+                out[id(last[-1])] = last[-1]
+    return list(out.values())
 
 
 def _constant_only(node: ast.AST) -> bool:
@@ -251,5 +281,7 @@ def lacks(tree: ast.Module, frozen: Frozen) -> bool:
     have = Counter(t for n in stmts for t in [statement_text(n, parents.get(n))] if t)
     have.update(ast.unparse(n) for n in stmts if isinstance(n, ast.Assert))
     if frozen.statements - have:
+        return True
+    if frozen.inputs - Counter(ast.unparse(n) for n in stmts if isinstance(n, (ast.Assign, ast.AnnAssign))):
         return True
     return bool(frozen.definitions - Counter(ast.unparse(s) for s in tree.body)) or _severed(tree, frozen)

@@ -161,7 +161,7 @@ def test_every_reduced_script_keeps_the_full_scripts_signature(reduced_report, t
         why = (figures.get(full.name) or {}).get("refused") or "no CASE.min.py and no reason in reduce.json"
         (refused if why.startswith(ALLOWED_REFUSALS) else unexplained).append(f"{cell} {case_id}: {why}")
     frozen = [o["script"] for o in figures.values() if o.get("oracle") == "frozen checks"]
-    unsaid = [n for n in frozen if "CHECKED_BY" not in (reduced_report / "repro" / n.replace(".py", ".min.py")).read_text()]
+    unsaid = [n for n in frozen if "CHECKED_BY" not in (reduced_report / "repro" / (n.removesuffix(".py") + ".min.py")).read_text()]
     assert not unsaid, f"reduced under frozen checks, and the script does not say so: {unsaid}"
     wrong, kept = [], 0
     for cell, items in sorted(by_cell.items()):

@@ -94,10 +94,14 @@ def test_a_reduced_script_keeps_the_signature_and_passes_where_the_bug_is_fixed(
     assert red.contrast == ["good-cpu"]
 
 
-def test_the_scripts_own_check_is_not_reduced_without_a_cell_where_it_passes(tmp_path):
-    # gutting what an assertion checks fails the same way: only a passing cell tells the bug apart
-    with _server(tmp_path, "bad", BUG="1") as bad, pytest.raises(NotReducible, match="--passes-in"):
-        reduce_script(SCRIPT, bad, None, budget_s=60)
+def test_the_scripts_own_check_without_a_cell_where_it_passes_is_reduced_under_its_frozen_checks(tmp_path):
+    # gutting what an assertion checks fails the same way: with no passing cell to tell the bug apart, the
+    # checks that ran are frozen (tests/test_reduce_checks.py), and reduce.json and the script say so
+    with _server(tmp_path, "bad", BUG="1") as bad:
+        red = reduce_script(SCRIPT, bad, None, budget_s=60)
+    assert red.contrast == [] and red.oracle == "frozen checks"
+    assert "if abs(got - want) > 1e-09:\n        raise AssertionError(" in red.body or \
+        "if abs(got - want) > 1e-09:\n    raise AssertionError(" in red.body, red.body
 
 
 LIBRARY_RAISES = HEADER + textwrap.dedent('''\

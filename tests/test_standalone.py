@@ -284,3 +284,20 @@ def test_a_cpu_torch_cells_pasted_install_line_takes_pytorchs_cpu_wheels():
     # not for a tpu cell, a jax-only cell, or a cell with an index of its own
     for other in ({**xla, "device": "tpu"}, {**CELL}, {**xla, "install_line": xla["install_line"] + " --index-url https://i.example/simple"}):
         assert TORCH_CPU_INDEX not in standalone_install_line(other)
+
+
+def test_a_probe_shipped_to_a_fresh_process_keeps_the_imports_inside_it():
+    """The census sends resolve_probe's own source to a fresh interpreter (suites/coexist/fresh.py): the
+    imports the script's top also has must stay inside it (dropped, the exported census case failed with
+    `NameError: name 'json' is not defined` instead of its finding, and the known issue's match was not
+    in its output); a function that is only called still reads the top's imports."""
+    case = "suites/coexist/test_census.py::test_bridge_has_no_silent_fallbacks[torchax]"
+    tree = ast.parse(export_script(case, _versions_for("suites/coexist/")))
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    top = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    inner = {ast.unparse(n) for n in ast.walk(fns["resolve_probe"]) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    assert {"import json", "from importlib.util import find_spec"} <= inner & top
+    for name, fn in fns.items():
+        if name != "resolve_probe" and "run_fresh" not in name:
+            twins = {ast.unparse(n) for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))} & top
+            assert not twins, f"{name} imports again what the top imports: {twins}"

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.cells.envs import EnvError
 from harness.errors import UserError
+from harness.reduce.checks import ORACLE
 from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
 from harness.reduce.reducer import NotReducible, reduce_script
@@ -57,6 +58,7 @@ class Outcome:
     refused: str | None = None
     env_dropped: list[str] = field(default_factory=list)  # the cell's variables the reduced script does without
     seeded: bool = False  # the reduced code of an earlier script with the same signature was kept
+    oracle: str = ""  # beside the signature: "contrast cell", "frozen checks" (the script's own, no passing cell) or ""
 
 
 def min_path(script: Path) -> Path:
@@ -210,11 +212,11 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
         out.refused, out.seconds = f"cannot run in {job.cell}: {exc}", round(time.monotonic() - start, 1)
         say(f"  refused: {out.refused}")
         return out
-    text = reduced_script(red.facts, red.env, red.body, red.contrast)
+    text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE)
     min_path(job.script).write_text(text, encoding="utf-8")
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
     out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast
-    out.env_dropped, out.seeded = red.env_dropped, red.seeded
+    out.env_dropped, out.seeded, out.oracle = red.env_dropped, red.seeded, red.oracle
     if seeds is not None and all(x.body != red.body or x.signature != red.signature for x in seeds):
         seeds.insert(0, red)
     say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({red.ran} runs"

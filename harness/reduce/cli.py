@@ -17,9 +17,11 @@ type and message up to numbers, the known issue's `match` in its output, raised 
 statement; and it exits 0 in a cell where the case passes (--passes-in, or from the report.json
 beside repro/, the fixing release first). Candidates run in the cell's env (`python -I`, the
 project off sys.path), each in a fresh fork of a server that imported jax/torch/torch_xla once,
-under a timeout, in a scratch folder. Refused: a script that does not fail, a flaky one (two runs
-disagree), and an assertion of the script's own with no passing cell to tell the bug from a
-reduction that broke the check. Figures: repro/reduce.json. Exit 0 if every script was reduced."""
+under a timeout, in a scratch folder. Where the failure is the script's own check and no cell
+passes the case, the checks that ran (and the helpers they name) are frozen instead: a candidate
+that changes one is rejected unrun, and the reduced script says so (CHECKED_BY). Refused: a script
+that does not fail, a flaky one (two runs disagree), one whose output lacks the known issue's match.
+Figures: repro/reduce.json. Exit 0 if every script was reduced."""
 
 JAX_BUDGET_S = 60  # issue 32: a jax-only repro reduces within a minute, a torch one within five
 TORCH_BUDGET_S = 300

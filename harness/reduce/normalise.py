@@ -37,7 +37,9 @@ def format_code(code: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def reduced_script(facts: dict[str, str], env: dict[str, str], body: str, passes_in: list[str] | None = None) -> str:
-    """The text of CASE.min.py: the fixed line, the provenance, the variables kept, the code."""
-    head = [REDUCED_HEAD, *provenance(facts, list(passes_in or [])), *env_lines(env, body)]
+def reduced_script(facts: dict[str, str], env: dict[str, str], body: str, passes_in: list[str] | None = None,
+                   frozen: bool = False) -> str:
+    """The text of CASE.min.py: the fixed line, the provenance (frozen: the script's own checks vouched
+    for the reduction, not a passing cell), the variables kept, the code."""
+    head = [REDUCED_HEAD, *provenance(facts, list(passes_in or []), frozen), *env_lines(env, body)]
     return "\n".join([*head, format_code(body)])

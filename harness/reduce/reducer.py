@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Sequence
 import pysource_minimize
 
 from harness.reduce import transforms
+from harness.reduce.checks import ORACLE, Frozen, frozen_checks, lacks
 from harness.reduce.names import undefined_names
 from harness.reduce.script import assemble, split_script
 from harness.reduce.server import ForkServer
@@ -62,6 +63,7 @@ class Reduction:
     env_dropped: list[str] = field(default_factory=list)  # the cell's variables the reduced script does without
     env_checked: bool = False  # whether the variables were tried (a fresh interpreter was given and time was left)
     seeded: bool = False  # the search started from an earlier script's reduced code (same signature)
+    oracle: str = ""  # what vouched for it beside the signature: "contrast cell", "frozen checks" or "" (the library's error)
 
 
 def split_preamble(source: str) -> tuple[str, str]:
@@ -105,18 +107,23 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     every = [contrast[i] for i in passing]  # each cell where the full script passes: the written script must too
     contrast = every[:1]  # the search's: the fixing release first; the others are checked at the end
     fresh_contrast = [fresh_contrast[i] for i in passing if i < len(fresh_contrast)]
-    if sig.own_check and not contrast:
-        # An assertion fails as surely when the reducer guts what it checks ("the compiled module lost the
-        # host placement" once the host computation is gone): only a cell where it passes tells them apart.
-        raise NotReducible("the failure is the script's own check and no cell where the case passes (and the "
-                           "full script exits 0) is given to tell the bug from a reduction that broke the check; "
-                           "pass --passes-in CELL")
+    # An assertion fails as surely when the reducer guts what it checks ("the compiled module lost the host
+    # placement" once the host computation is gone). A cell where the case passes tells them apart; without
+    # one, the checks that ran (and what they name) are frozen: harness.reduce.checks.
+    frozen = frozen_checks(source, transforms.frame_lines(first.output)) if sig.own_check and not contrast else Frozen()
+    if sig.own_check and not contrast and not frozen.statements:
+        raise NotReducible("the failure is the script's own check, no cell where the case passes (and the full "
+                           "script exits 0) is given, and no check statement of the script's was found in its "
+                           "traceback to freeze; pass --passes-in CELL")
     timeout = max(MIN_TIMEOUT_S, int(3 * again.seconds) + 1)  # the first run also waited for the server's imports
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(dict(parts.facts), dict(parts.env), ast.unparse(ast.parse(parts.body)), sig,
-                    contrast=[c.name for c in every])
+                    contrast=[c.name for c in every],
+                    oracle="contrast cell" if every else ORACLE if frozen else "")
     say(f"signature: {sig.describe()}; candidate timeout {timeout} s; "
-        f"must pass in: {', '.join(red.contrast) or 'no contrast cell'}")
+        f"must pass in: {', '.join(red.contrast) or 'no contrast cell'}"
+        + (f"; {sum(frozen.statements.values())} checks and {sum(frozen.definitions.values())} definitions frozen"
+           if frozen else ""))
     seen: dict[str, bool] = {}
     limit = [SEARCH_SHARE]  # the share of the budget the current phase may use (the last ones keep room)
     tidying = False  # the last checks (the tidied script, the contrast cell's) run past the budget
@@ -162,8 +169,10 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         except SyntaxError:
             seen[key] = False
             return False
-        # cheap first: the failing statement must still be there, word for word, and every name defined
-        if (sig.where is None or sig.where in statement_texts(tree)) and not undefined_names(tree) - allowed:
+        # cheap first: the failing statement must still be there, word for word, every name defined, and
+        # (no contrast cell, the failure the script's own check) every frozen check and definition unchanged
+        if ((sig.where is None or sig.where in statement_texts(tree)) and not undefined_names(tree) - allowed
+                and not lacks(tree, frozen)):
             red.ran += 1
             run = server.run(full, timeout)
             ok = signature(run, full, match) == sig
@@ -225,7 +234,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         for _ in range(10):
             before = body
             for step in steps:
-                got = [c for c in step(body) if c != body][:1]
+                got = [c for c in _rewritten(step, body) if c != body][:1]
                 if got:
                     body = got[0]
             if body == before:
@@ -239,7 +248,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         for _ in range(20):
             body = red.body
             for step in [*alone, *steps]:
-                first_kept(step(red.body))
+                first_kept(_rewritten(step, red.body))
             if red.body == body:
                 return
 
@@ -348,6 +357,15 @@ def drop_env(red: Reduction, fresh: ForkServer, fresh_contrast: Sequence[ForkSer
             say(f"  without {', '.join(drop)}: the same signature in a fresh interpreter")
         if not red.env:
             break
+
+
+def _rewritten(step: Callable[[str], list[str]], body: str) -> list[str]:
+    """A rewrite's candidates, or none where ast.unparse cannot write one (Python 3.11: a string with a
+    backslash substituted into an f-string's expression part raises ValueError)."""
+    try:
+        return step(body)
+    except ValueError:
+        return []
 
 
 def _preorder(tree: ast.AST) -> list[tuple[list[ast.stmt], ast.stmt]]:

@@ -137,9 +137,14 @@ def known_issue(value: str | None) -> tuple[str, str] | None:
     return (exp.id, exp.link or "none filed") if exp else None
 
 
-def provenance(facts: Mapping[str, str], passes_in: list[str]) -> list[str]:
+# CHECKED_BY where no cell passes the case and the script's own checks were frozen (harness.reduce.checks):
+# a maintainer then knows the reduction was vouched for by the original checks, not by a passing run.
+FROZEN_NOTE = "its own checks, kept word for word (no cell where the case passes)"
+
+
+def provenance(facts: Mapping[str, str], passes_in: list[str], frozen: bool = False) -> list[str]:
     """At most three lines of literals, each value checked: the case id, the cell (and where the case
-    passes, and the known issue), the pip line."""
+    passes, or that the frozen checks vouched for it, and the known issue), the pip line."""
     out = []
     case = facts.get("CASE")
     if is_node_id(case):
@@ -151,6 +156,8 @@ def provenance(facts: Mapping[str, str], passes_in: list[str]) -> list[str]:
     passes = [c for c in passes_in if _CELL.fullmatch(c)]
     if passes:
         names.append("PASSES_IN"), values.append(", ".join(passes))
+    elif frozen:
+        names.append("CHECKED_BY"), values.append(FROZEN_NOTE)
     issue = known_issue(facts.get("KNOWN_ISSUE"))
     if issue:
         names.append("KNOWN_ISSUE"), values.append(f"{issue[0]}: {issue[1]}")

@@ -449,12 +449,27 @@ class _DropImports(ast.NodeTransformer):
         return None if ast.unparse(node) in self.top else node
 
 
+def _passed_as_values(defs: list[_Def]) -> set[str]:
+    """Names of the script's functions handed to a call as an argument (`run_fresh(resolve_probe, ...)`),
+    not called: such a function may be shipped as its own source (inspect.getsource, to a fresh
+    interpreter), where only the imports inside it exist."""
+    names = {d.name for d in defs if isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: set[str] = set()
+    for d in defs:
+        for call in (n for n in ast.walk(d.node) if isinstance(n, ast.Call)):
+            out |= {a.id for a in [*call.args, *(k.value for k in call.keywords)]
+                    if isinstance(a, ast.Name) and a.id in names}
+    return out
+
+
 def _drop_local_twins(defs: list[_Def], top: set[str]) -> None:
     """A core imports inside its functions (its family collects where the package is absent); the
     script imports at its top. The inner twin would rebind the top's name (pyflakes' F811), so it
-    goes and the function reads the top's import."""
+    goes and the function reads the top's import; not in a function passed as a value (a probe run
+    from its source in a fresh process: there, the top's imports are not)."""
+    shipped = _passed_as_values(defs)
     for d in defs:
-        if isinstance(d.node, (ast.FunctionDef, ast.ClassDef)):
+        if isinstance(d.node, (ast.FunctionDef, ast.ClassDef)) and d.name not in shipped:
             _DropImports(top).generic_visit(d.node)
             _fix_empty_bodies(d.node)
 

@@ -1,0 +1,287 @@
+"""Frozen checks: the oracle for a failure that is the script's own check where no cell passes the case.
+
+An assertion fails as surely once a reduction has gutted what it checks (a helper made to return
+None fails "the compiled module lost the host placement" the same way), and with no cell where the
+case passes there is no run to tell the two apart. So the checks are the specification: the reducer
+may simplify everything but them. The *frozen set*, read from the original script:
+
+- every check statement that ran up to the failure: the failing one and, in each traceback frame's
+  function, the checks before the frame's line (the preconditions: "lowered without the host
+  placement" and the eager numerics check stop a reduction that drops the bug's cause, since it
+  then fails an earlier check, with another message). A check is an `assert`, a `raise` of the
+  script's own (not a skip's `SystemExit`), or a call of an assertion helper: a callee named
+  `assert*` (`np.testing.assert_allclose`), a method of a script class whose body checks
+  (`observe.close(...)`), or a script function whose body checks;
+- every top-level definition (function, class, assignment) those statements name, transitively
+  (`has_frontend_attribute` -> `frontend_attribute_values`, `HOST_KEY`; `observe.close` -> the
+  class defining `close` -> `to_numpy`), bodies included.
+
+A candidate is kept only where each frozen statement is still there word for word (as the signature
+says a statement: an `assert` by its test, a `raise` under an `if` with its condition), anywhere in
+the script (inlining the scenario into the main block moves them), and each frozen definition is
+there unchanged at the top level. What a check reads is held one step back: the assignment that last
+bound each of its local inputs before it, in its function, stays as written (`got = library_sum(values)`
+-> `got = 0` fails "off the exact sum" the same way with the library gone; `expected_jax_dtype = j`
+made a dtype precondition vacuous), and no name a check reads may be bound to a bare constant the
+original never bound it to. Further back (what `values` was, a script helper the value passes
+through, gutted) is caught by a precondition, or by the failure's message (up to numbers), or not at
+all: a contrast cell is the stronger oracle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from dataclasses import dataclass, field
+
+from harness.reduce.signature import statement_text
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+ORACLE = "frozen checks"  # what vouched for a reduction without a contrast cell (reduce.json, the provenance)
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """What a candidate must keep word for word: check statements (as statement_text says them,
+    counted) and top-level definitions (their whole source)."""
+
+    statements: Counter = field(default_factory=Counter)
+    definitions: Counter = field(default_factory=Counter)
+    inputs: Counter = field(default_factory=Counter)  # the assignment each check's local inputs last got, as written
+    operands: frozenset = frozenset()  # the names the frozen checks read that the script binds in a function
+    written: frozenset = frozenset()  # the original's statements, as written (a constant binding it had stays allowed)
+
+    def __bool__(self) -> bool:
+        return bool(self.statements or self.definitions)
+
+
+def _callee(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
+def _is_skip_raise(node: ast.Raise) -> bool:
+    """`raise SystemExit(...)` (the exporter's skip, exit 125) or a bare re-raise: not a check."""
+    exc = node.exc
+    if exc is None:
+        return True
+    target = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(target, ast.Name) and target.id == "SystemExit"
+
+
+def _own_statements(scope: ast.AST) -> list[ast.stmt]:
+    """The statements of a function or module body and its blocks, not those of nested defs."""
+    out: list[ast.stmt] = []
+    todo = list(getattr(scope, "body", []))
+    while todo:
+        node = todo.pop(0)
+        out.append(node)
+        if isinstance(node, _DEFS):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                todo.append(child)
+            elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                todo.extend(child.body)
+    return out
+
+
+class _Checks:
+    """Which statements of a script are checks, knowing which of its functions and methods check."""
+
+    def __init__(self, tree: ast.Module):
+        self.functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.methods: dict[str, list[ast.ClassDef]] = {}
+        for cls in (s for s in tree.body if isinstance(s, ast.ClassDef)):
+            for m in cls.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.methods.setdefault(m.name, []).append(cls)
+        self.checking_functions: set[str] = set()
+        self.checking_methods: set[str] = set()
+        for _ in range(10):  # to a fixpoint: a helper that calls a checking helper checks
+            before = (len(self.checking_functions), len(self.checking_methods))
+            for name, fn in self.functions.items():
+                if any(self.is_check(s) for s in _own_statements(fn)):
+                    self.checking_functions.add(name)
+            for name, classes in self.methods.items():
+                if any(self.is_check(s) for c in classes for m in c.body if getattr(m, "name", None) == name
+                       for s in _own_statements(m)):
+                    self.checking_methods.add(name)
+            if (len(self.checking_functions), len(self.checking_methods)) == before:
+                break
+
+    def is_check(self, node: ast.stmt, helpers: bool = True) -> bool:
+        """An assert, a raise of the script's own, or a statement that calls an assertion helper
+        (helpers=False: not a script *function* that checks, the way a frame calls its scenario)."""
+        if isinstance(node, ast.Assert):
+            return True
+        if isinstance(node, ast.Raise):
+            return not _is_skip_raise(node)
+        if not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)) or node.value is None:
+            return False
+        for call in (n for n in ast.walk(node.value) if isinstance(n, ast.Call)):
+            name = _callee(call)
+            if name is None:
+                continue
+            if name.startswith("assert"):
+                return True
+            if isinstance(call.func, ast.Attribute) and name in self.checking_methods:
+                return True
+            if helpers and isinstance(call.func, ast.Name) and name in self.checking_functions:
+                return True
+        return False
+
+
+def _innermost(tree: ast.Module, line: int) -> tuple[ast.AST, ast.stmt | None]:
+    """(the function or module holding line, the innermost statement there that holds it)."""
+    scope: ast.AST = tree
+    best: ast.stmt | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno < line \
+                    and (scope is tree or node.lineno >= scope.lineno):  # type: ignore[attr-defined]
+                scope = node  # the innermost function holding the line
+    return scope, best
+
+
+def _ran_checks(tree: ast.Module, frames: list[int], checks: _Checks) -> list[ast.stmt]:
+    """The check statements that ran: in each frame's function those before the frame's line, and the
+    frame's own statement where it is a check (the scenario's call from the main block is not: it is
+    a frame of its own, read statement by statement)."""
+    out: list[ast.stmt] = []
+    for i, line in enumerate(frames):
+        scope, stmt = _innermost(tree, line)
+        if stmt is None:
+            continue
+        innermost = i == len(frames) - 1
+        for s in _own_statements(scope):
+            if s.lineno < stmt.lineno and not isinstance(s, _DEFS) and s.end_lineno is not None \
+                    and s.end_lineno < stmt.lineno and checks.is_check(s):
+                out.append(s)
+        if checks.is_check(stmt, helpers=innermost):
+            out.append(stmt)
+    return out
+
+
+def _top_definitions(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    """Top-level name -> the statements defining it (defs, classes, assignments; not imports)."""
+    out: dict[str, list[ast.stmt]] = {}
+    for s in tree.body:
+        if isinstance(s, _DEFS):
+            out.setdefault(s.name, []).append(s)
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        out.setdefault(n.id, []).append(s)
+    return out
+
+
+def _referenced(node: ast.AST, checks: _Checks) -> set[str]:
+    """The names node reads, and the script classes whose checking methods it calls."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+        if call.func.attr in checks.checking_methods:  # type: ignore[union-attr]
+            names.update(c.name for c in checks.methods.get(call.func.attr, []))  # type: ignore[union-attr]
+    return names
+
+
+def frozen_checks(source: str, frames: list[int]) -> Frozen:
+    """The frozen set of source (the full script) for a failure whose traceback ran through `frames`
+    (its script lines, outermost first)."""
+    tree = ast.parse(source)
+    checks = _Checks(tree)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    ran = _ran_checks(tree, frames, checks)
+    failing = ran[-1:] if ran and frames and ran[-1].lineno <= frames[-1] <= (ran[-1].end_lineno or 0) else []
+    # the failing check as the signature says it (an assert by its test: its message is the signature's
+    # failure, and literal_message may write it out); a check before it whole, its message included
+    statements = Counter(t for s in ran for t in [statement_text(s, parents.get(s)) if s in failing or not
+                                                   isinstance(s, ast.Assert) else ast.unparse(s)] if t)
+    defined = _top_definitions(tree)
+    todo = set().union(*(_referenced(s, checks) for s in ran)) if ran else set()
+    frozen: dict[int, ast.stmt] = {}
+    while todo:
+        name = todo.pop()
+        for d in defined.get(name, []):
+            if id(d) not in frozen:
+                frozen[id(d)] = d
+                todo |= _referenced(d, checks)
+    operands = frozenset(set().union(*(_referenced(s, checks) for s in ran)) - set(defined)) if ran else frozenset()
+    written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
+    inputs = Counter(ast.unparse(a) for a in _inputs(ran, parents))
+    return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written)
+
+
+def _scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST:
+    """The function (or module) a statement runs in."""
+    while node in parents and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = parents[node]
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else next(
+        n for n in parents.values() if isinstance(n, ast.Module))
+
+
+def _inputs(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> list[ast.stmt]:
+    """For each check, the assignment that last bound each name it reads, in its own function, before it
+    (`got = library_sum(values)` for `assert close_enough(got, want)`): the values a check judges are
+    computed as the original computed them (`expected_jax_dtype = j` made a dtype check vacuous)."""
+    out: dict[int, ast.stmt] = {}
+    for check in ran:
+        reads = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        assigns = [a for a in _own_statements(_scope(check, parents))
+                   if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.lineno < check.lineno]
+        for name in reads:
+            last = [a for a in assigns if name in {b for b, _v in _bindings(a)} or any(
+                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) for n in ast.walk(t))]
+            if last:
+                out[id(last[-1])] = last[-1]
+    return list(out.values())
+
+
+def _constant_only(node: ast.AST) -> bool:
+    """A value that reads and calls nothing (`0`, `''`, `(1, None)`, `-1`): what a gutted input becomes."""
+    return all(isinstance(n, (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp,
+                              ast.expr_context, ast.operator, ast.unaryop)) for n in ast.walk(node))
+
+
+def _bindings(stmt: ast.Assign | ast.AnnAssign) -> list[tuple[str, ast.AST]]:
+    """(name, the value it gets) for each plain name an assignment binds (a tuple unpacked item by item)."""
+    value = stmt.value
+    if value is None:
+        return []
+    out: list[tuple[str, ast.AST]] = []
+    for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+        if isinstance(target, ast.Name):
+            out.append((target.id, value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            out += [(t.id, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name)]
+    return out
+
+
+def _severed(tree: ast.Module, frozen: Frozen) -> bool:
+    """Whether a name a frozen check reads is now bound to a bare constant the original did not bind."""
+    for stmt in (n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))):
+        if any(name in frozen.operands and _constant_only(v) for name, v in _bindings(stmt)) \
+                and ast.unparse(stmt) not in frozen.written:
+            return True
+    return False
+
+
+def lacks(tree: ast.Module, frozen: Frozen) -> bool:
+    """Whether a candidate lost (or changed) a frozen check statement or definition."""
+    if not frozen:
+        return False
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    have = Counter(t for n in stmts for t in [statement_text(n, parents.get(n))] if t)
+    have.update(ast.unparse(n) for n in stmts if isinstance(n, ast.Assert))
+    if frozen.statements - have:
+        return True
+    if frozen.inputs - Counter(ast.unparse(n) for n in stmts if isinstance(n, (ast.Assign, ast.AnnAssign))):
+        return True
+    return bool(frozen.definitions - Counter(ast.unparse(s) for s in tree.body)) or _severed(tree, frozen)

@@ -1,0 +1,213 @@
+"""harness reduce where the failure is the script's own check and no cell passes the case: the checks
+that ran, and what they name, are frozen (harness.reduce.checks), on real pure-Python scripts run in
+a fork server of this interpreter. The "library" each script tests is source it exec()s from a string
+literal: like jax to a real script, the reducer cannot rewrite it (a shortened string is a value the
+script never held), so a server with BUG unset is the fixed release, used here only to check the
+reduction afterwards, never by the reducer."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+from pathlib import Path
+
+from harness.reduce import transforms
+from harness.reduce.checks import ORACLE, frozen_checks, lacks
+from harness.reduce.normalise import reduced_script
+from harness.reduce.reducer import reduce_script
+from harness.reduce.script import FROZEN_NOTE
+from harness.reduce.server import ForkServer, Run
+from harness.reduce.signature import signature
+from tests.test_reduce import HEADER
+
+# The sum is off by a half once there are three or more values (BUG=1); the check's message says no
+# number, so a reduction that feeds the check anything else that is off fails it the same way.
+SUM_LIBRARY = ("import os\n\ndef library_sum(values):\n    total = 0.0\n    for v in values:\n        total += v\n"
+               "    if os.environ.get('BUG') == '1' and len(values) > 2:\n        total += 0.5\n    return total\n")
+
+OWN_ASSERT = HEADER + textwrap.dedent(f'''\
+    import json
+    import math
+
+    LIBRARY = {SUM_LIBRARY!r}
+    library = {{}}
+    exec(LIBRARY, library)
+    UNUSED_TABLE = {{"a": 1, "b": 2, "c": 3}}
+    TOLERANCE = 1e-09
+
+
+    def unused_helper(x):
+        return json.dumps({{"x": x, "sqrt": math.sqrt(abs(x))}})
+
+
+    def close_enough(got, want):
+        return abs(got - want) <= TOLERANCE
+
+
+    def core(values, observe):
+        """library_sum equals the exact sum."""
+        note = unused_helper(len(values))
+        got = library["library_sum"](values)
+        want = math.fsum(values)
+        assert close_enough(got, want), "library_sum is off the exact sum"
+        observe.append(note)
+
+
+    if __name__ == "__main__":
+        core([1.0, 2.0, 3.0, 4.0], observe=[])
+        print("no failure")
+    ''')
+
+HELPER = "def close_enough(got, want):\n    return abs(got - want) <= TOLERANCE"
+
+# "Compiling" drops the host tag (BUG=1). Without the precondition, a reduction that never puts the tag
+# there (`op = on_host("mul")` -> `op = "mul"`, two steps before the failing check: not frozen) fails the
+# last check the same way, bug gone.
+HOST_LIBRARY = ("import os\n\ndef compile_module(text):\n"
+                "    return text.replace('@host ', '') if os.environ.get('BUG') == '1' else text\n")
+
+PRECONDITION = HEADER + textwrap.dedent(f'''\
+    import re
+
+    LIBRARY = {HOST_LIBRARY!r}
+    library = {{}}
+    exec(LIBRARY, library)
+
+
+    def tags(text):
+        return re.findall("@([a-z]+)", text)
+
+
+    def placed(text):
+        return "host" in tags(text)
+
+
+    def on_host(op):
+        return "@host " + op
+
+
+    def core():
+        op = on_host("mul")
+        lowered = "lowered: " + op
+        assert placed(lowered), "lowered without the host placement"
+        compiled = library["compile_module"](lowered)
+        print("compiled:", compiled)
+        assert placed(compiled), "the compiled module lost the host placement"
+
+
+    if __name__ == "__main__":
+        core()
+    ''')
+
+
+class Recording(ForkServer):
+    """A fork server that keeps every script it was given to run (what the reducer did not reject unrun)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sources: list[str] = []
+
+    def run(self, source: str, timeout_s: int) -> Run:
+        self.sources.append(source)
+        return super().run(source, timeout_s)
+
+
+def _server(tmp: Path, name: str, cls: type[ForkServer] = ForkServer, **env: str) -> ForkServer:
+    return cls(Path(sys.executable), {"PYTHONHASHSEED": "0", **env}, [], tmp / name, name)
+
+
+def _frozen(source: str, server: ForkServer):
+    return frozen_checks(source, transforms.frame_lines(server.run(source, 30).output))
+
+
+def _body(source: str) -> str:
+    return ast.unparse(ast.parse(source))
+
+
+def test_an_own_assertion_is_reduced_without_a_passing_cell_and_keeps_its_check_and_helper(tmp_path):
+    with _server(tmp_path, "bad", Recording, BUG="1") as bad, _server(tmp_path, "fixed") as fixed:
+        red = reduce_script(OWN_ASSERT, bad, None, budget_s=120)
+        text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE)
+        assert signature(bad.run(text, 30), text, None) == signature(bad.run(OWN_ASSERT, 30), OWN_ASSERT, None)
+        # the reduction still shows the bug: where it is fixed, the reduced script passes (the reducer never ran there)
+        assert fixed.run(text, 30).status == 0, text
+    assert red.signature.own_check and red.contrast == [] and red.oracle == ORACLE
+    assert "assert close_enough(got, want), 'library_sum is off the exact sum'" in text
+    assert HELPER in text and "TOLERANCE = 1e-09" in text
+    assert "unused_helper" not in text and "UNUSED_TABLE" not in text, text
+    assert f"CELL, CHECKED_BY = 'fake-cpu', {FROZEN_NOTE!r}" in text
+    # a helper gutted to `return False` fails the check the same way: never run, whatever the search tried
+    assert not any("return False" in s for s in bad.sources)
+
+
+def test_a_gutted_helper_or_a_severed_input_is_rejected_unrun(tmp_path):
+    with _server(tmp_path, "bad", BUG="1") as bad:
+        frozen = _frozen(OWN_ASSERT, bad)
+        gutted = OWN_ASSERT.replace("return abs(got - want) <= TOLERANCE", "return False")
+        severed = OWN_ASSERT.replace('got = library["library_sum"](values)', "got = 0")
+        # both fail exactly as the original does: only the frozen checks tell them apart
+        sig = signature(bad.run(OWN_ASSERT, 30), OWN_ASSERT, None)
+        assert signature(bad.run(gutted, 30), gutted, None) == sig
+        assert signature(bad.run(severed, 30), severed, None) == sig
+    assert dict(frozen.statements) == {"assert close_enough(got, want)": 1}
+    assert not lacks(ast.parse(OWN_ASSERT), frozen)
+    assert lacks(ast.parse(gutted), frozen)
+    assert lacks(ast.parse(severed), frozen)
+    assert lacks(ast.parse(OWN_ASSERT.replace("want = math.fsum(values)", "want = got + 1")), frozen)  # an input rebound
+    assert lacks(ast.parse(OWN_ASSERT.replace("TOLERANCE = 1e-09", "TOLERANCE = 0")), frozen)  # what the helper reads
+    assert lacks(ast.parse(OWN_ASSERT.replace('"library_sum is off', '"off')), frozen) is False  # the message: the signature's
+    # moving the check (the scenario inlined into the main block) is not changing it
+    inlined = transforms.inline_calls(transforms.unwrap_main(_body(OWN_ASSERT)), substitute=False)
+    assert "def core" not in inlined and not lacks(ast.parse(inlined), frozen)
+
+
+def test_the_checks_that_passed_before_the_failing_one_protect_the_cause(tmp_path):
+    dropped_cause = PRECONDITION.replace('op = on_host("mul")', 'op = "mul"')
+    no_precondition = dropped_cause.replace('    assert placed(lowered), "lowered without the host placement"\n', "")
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "fixed") as fixed:
+        frozen = _frozen(PRECONDITION, bad)
+        sig = signature(bad.run(PRECONDITION, 30), PRECONDITION, None)
+        # without the precondition, a reduction that never tags the op fails the same way, and passes nowhere
+        assert signature(bad.run(no_precondition, 30), no_precondition, None) == sig
+        assert fixed.run(no_precondition, 30).status == 1
+        # with it, that reduction fails another check: its signature is another
+        assert signature(bad.run(dropped_cause, 30), dropped_cause, None).where == "assert placed(lowered)"
+        red = reduce_script(PRECONDITION, bad, None, budget_s=120)
+        text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=True)
+        assert fixed.run(text, 30).status == 0, text
+    assert set(frozen.statements) == {"assert placed(lowered), 'lowered without the host placement'",
+                                      "assert placed(compiled)"}
+    assert not lacks(ast.parse(dropped_cause), frozen)  # what rejects it is the precondition's run
+    assert lacks(ast.parse(no_precondition), frozen)
+    assert lacks(ast.parse(PRECONDITION.replace(', "lowered without the host placement"', "")), frozen)
+    # the cause stays (on_host's expression may be written where it was called: inline_returns)
+    assert "'@host '" in text and "assert placed(lowered), 'lowered without the host placement'" in text
+    assert "def placed(text):\n    return 'host' in tags(text)" in text and "def tags(text):" in text
+
+
+def test_checks_after_the_failure_and_skips_are_not_frozen(tmp_path):
+    script = HEADER + textwrap.dedent('''\
+        import sys
+
+
+        def skip(reason):
+            print(reason)
+            raise SystemExit(125)
+
+
+        def core():
+            if sys.version_info < (3,):
+                skip("python 2")
+            value = 2
+            assert value > 1, "a precondition"
+            assert value == 3, "the failing check"
+            assert value == 4, "never ran"
+
+
+        core()
+        ''')
+    with _server(tmp_path, "bad") as bad:
+        frozen = _frozen(script, bad)
+    assert set(frozen.statements) == {"assert value > 1, 'a precondition'", "assert value == 3"}
+    assert not frozen.definitions  # nothing the checks name is defined at the top level

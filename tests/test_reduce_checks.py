@@ -150,13 +150,14 @@ def test_a_gutted_helper_or_a_severed_input_is_rejected_unrun(tmp_path):
         sig = signature(bad.run(OWN_ASSERT, 30), OWN_ASSERT, None)
         assert signature(bad.run(gutted, 30), gutted, None) == sig
         assert signature(bad.run(severed, 30), severed, None) == sig
-    assert dict(frozen.statements) == {"assert close_enough(got, want)": 1}
+    assert dict(frozen.statements) == {"assert close_enough(got, want), 'library_sum is off the exact sum'": 1}
     assert not lacks(ast.parse(OWN_ASSERT), frozen)
     assert lacks(ast.parse(gutted), frozen)
     assert lacks(ast.parse(severed), frozen)
     assert lacks(ast.parse(OWN_ASSERT.replace("want = math.fsum(values)", "want = got + 1")), frozen)  # an input rebound
     assert lacks(ast.parse(OWN_ASSERT.replace("TOLERANCE = 1e-09", "TOLERANCE = 0")), frozen)  # what the helper reads
-    assert lacks(ast.parse(OWN_ASSERT.replace('"library_sum is off', '"off')), frozen) is False  # the message: the signature's
+    # the message too: rewritten as the text it raised (literal_message), an f-string's reads are gone
+    assert lacks(ast.parse(OWN_ASSERT.replace('"library_sum is off', '"off')), frozen)
     # moving the check (the scenario inlined into the main block) is not changing it
     inlined = transforms.inline_calls(transforms.unwrap_main(_body(OWN_ASSERT)), substitute=False)
     assert "def core" not in inlined and not lacks(ast.parse(inlined), frozen)
@@ -177,7 +178,7 @@ def test_the_checks_that_passed_before_the_failing_one_protect_the_cause(tmp_pat
         text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=True)
         assert fixed.run(text, 30).status == 0, text
     assert set(frozen.statements) == {"assert placed(lowered), 'lowered without the host placement'",
-                                      "assert placed(compiled)"}
+                                      "assert placed(compiled), 'the compiled module lost the host placement'"}
     assert not lacks(ast.parse(dropped_cause), frozen)  # what rejects it is the precondition's run
     assert lacks(ast.parse(no_precondition), frozen)
     assert lacks(ast.parse(PRECONDITION.replace(', "lowered without the host placement"', "")), frozen)
@@ -209,5 +210,40 @@ def test_checks_after_the_failure_and_skips_are_not_frozen(tmp_path):
         ''')
     with _server(tmp_path, "bad") as bad:
         frozen = _frozen(script, bad)
-    assert set(frozen.statements) == {"assert value > 1, 'a precondition'", "assert value == 3"}
+    assert set(frozen.statements) == {"assert value > 1, 'a precondition'", "assert value == 3, 'the failing check'"}
     assert not frozen.definitions  # nothing the checks name is defined at the top level
+
+
+def test_a_check_in_a_loop_keeps_its_message_its_loop_header_and_the_checks_of_earlier_iterations(tmp_path):
+    """xla28's equal-looking statics: the f-string message reads the static and JAX's dtype, the loop
+    draws the reference from JAX, and the numerics check after the failing one ran for the first static.
+    A reduction that writes the message out, compares with another sequence or drops the later check is
+    rejected unrun."""
+    script = HEADER + textwrap.dedent('''\
+        def reference(s):
+            return [s + 1, s]
+
+
+        def core():
+            gots = [len("ab"), len("a")]
+            for s in (1, True):
+                for i, (got, ref) in enumerate(zip(gots, reference(s))):
+                    assert type(got) is type(ref), f"static {s!r}, output {i}: {type(got).__name__} where {type(ref).__name__}"
+                    assert got == ref, "values differ"
+
+
+        core()
+        ''')
+    with _server(tmp_path, "bad") as bad:
+        frozen = _frozen(script, bad)
+    assert "assert got == ref, 'values differ'" in frozen.statements
+    assert "for (i, (got, ref)) in enumerate(zip(gots, reference(s)))" in frozen.statements
+    assert "for s in (1, True)" in frozen.statements
+    assert any(text.startswith("def reference(s):") for text in frozen.definitions)
+    written = script.replace('f"static {s!r}, output {i}: {type(got).__name__} where {type(ref).__name__}"',
+                             "'static True, output 1: int where bool'")
+    assert lacks(ast.parse(script), frozen) is False
+    assert lacks(ast.parse(written), frozen)
+    assert lacks(ast.parse(script.replace("reference(s)))", "gots))")), frozen)
+    assert lacks(ast.parse(script.replace('gots = [len("ab"), len("a")]', "gots = [len('ab'), True]")), frozen)  # what the loop draws from
+    assert lacks(ast.parse(script.replace('            assert got == ref, "values differ"\n', "")), frozen)

@@ -196,13 +196,17 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     checks = _Checks(tree)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     ran = _ran_checks(tree, frames, checks)
-    failing = ran[-1:] if ran and frames and ran[-1].lineno <= frames[-1] <= (ran[-1].end_lineno or 0) else []
-    # the failing check as the signature says it (an assert by its test: its message is the signature's
-    # failure, and literal_message may write it out); a check before it whole, its message included
-    statements = Counter(t for s in ran for t in [statement_text(s, parents.get(s)) if s in failing or not
-                                                   isinstance(s, ast.Assert) else ast.unparse(s)] if t)
+    ran += [s for s in _loop_checks(ran, parents, checks) if s not in ran]
+    # every assert whole, the failing one's message included: the signature compares messages up to
+    # numbers, and literal_message would otherwise write the observed text out in place of an f-string
+    # that reads what the check judges (xla28's `static True (bool), output 1: ...` kept its words with
+    # the statics and JAX's reference gone). Loop headers that bind what a check reads stay too.
+    statements = Counter(t for s in ran for t in [ast.unparse(s) if isinstance(s, ast.Assert)
+                                                  else statement_text(s, parents.get(s))] if t)
+    headers = _loop_headers(ran, parents)
+    statements.update(statement_text(h, parents.get(h)) for h in headers)
     defined = _top_definitions(tree)
-    todo = set().union(*(_referenced(s, checks) for s in ran)) if ran else set()
+    todo = set().union(*(_referenced(s, checks) for s in ran), *(_referenced(h.iter, checks) for h in headers)) if ran else set()
     frozen: dict[int, ast.stmt] = {}
     while todo:
         name = todo.pop()
@@ -212,8 +216,42 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
                 todo |= _referenced(d, checks)
     operands = frozenset(set().union(*(_referenced(s, checks) for s in ran)) - set(defined)) if ran else frozenset()
     written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
-    inputs = Counter(ast.unparse(a) for a in _inputs(ran, parents))
+    inputs = Counter(ast.unparse(a) for a in _inputs([*ran, *headers], parents))
     return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written)
+
+
+def _enclosing_loops(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[ast.For | ast.While]:
+    """The loops around a statement, innermost first, up to its function."""
+    out = []
+    while node in parents and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        node = parents[node]
+        if isinstance(node, (ast.For, ast.While)):
+            out.append(node)
+    return out
+
+
+def _loop_checks(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST], checks: _Checks) -> list[ast.stmt]:
+    """The checks in the body of a loop around a check that ran: they ran on the iterations before
+    (the numerics check after the dtype check, for the static that passed first)."""
+    out: list[ast.stmt] = []
+    for check in ran:
+        for loop in _enclosing_loops(check, parents):
+            out += [s for s in _own_statements(loop) if s is not loop and checks.is_check(s) and s not in out]
+    return out
+
+
+def _loop_headers(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> list[ast.For]:
+    """The `for` headers around a check that bind a name the check (or a header inside) reads: what
+    it judges is drawn from the same sequence as the original drew it."""
+    out: list[ast.For] = []
+    for check in ran:
+        reads = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        for loop in _enclosing_loops(check, parents):
+            bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, ast.For) else set()
+            if bound & reads and loop not in out:
+                out.append(loop)
+                reads |= {n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)}
+    return out
 
 
 def _scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST:
@@ -230,7 +268,9 @@ def _inputs(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> list[ast.st
     computed as the original computed them (`expected_jax_dtype = j` made a dtype check vacuous)."""
     out: dict[int, ast.stmt] = {}
     for check in ran:
-        reads = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        # a loop header (what a check's loop draws from): the names its sequence reads (`outs`, `host`)
+        read = check.iter if isinstance(check, ast.For) else check
+        reads = {n.id for n in ast.walk(read) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         assigns = [a for a in _own_statements(_scope(check, parents))
                    if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.lineno < check.lineno]
         for name in reads:

@@ -18,7 +18,7 @@ from harness.judge.coverage import gap_headline
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.model import build_report
-from harness.report.repro import MAX_REPROS, write_repros
+from harness.report.repro import MAX_REPROS, repro_wanted, write_repros
 from harness.judge.results import read_many
 from harness.safeio import (atomic_write, check_set_place, disk_error, dumps_lines, ensure_dir, publish_set,
                             staging_dir, sweep_stale)
@@ -172,6 +172,9 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     if baseline is not None:
         ch = report["baseline"]["changes"]
         out.print(f"since {baseline}: " + ", ".join(f"{len(ch[k])} {k}" for k in ("regressed", "fixed", "changed", "new", "gone")))
-    out.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'})")
+    wanted = repro_wanted(report)
+    capped = (f"; {wanted - n_repro} more results left without one: at most {MAX_REPROS}, news first, then known bugs"
+              if wanted > n_repro else "")
+    out.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'}{capped})")
     news = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)
     return 1 if news or errors else 0

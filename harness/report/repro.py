@@ -313,14 +313,19 @@ def repro_files(report: dict[str, Any], limit: int = MAX_REPROS) -> list[tuple[s
     """(case id, cell, result, file name) for each result that gets a repro file, in writing order."""
     from harness.report.model import iter_results  # here: harness.report imports this module
 
-    out = []
-    for case_id, cell, r in iter_results(report):
-        if r["verdict"] in _SKIP:
-            continue
-        if len(out) >= limit:
-            break
-        out.append((case_id, cell, r, f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md"))
-    return out
+    wanted = [(case_id, cell, r) for case_id, cell, r in iter_results(report) if r["verdict"] not in _SKIP]
+    # News first: a default run's op cases alone are thousands of known bugs, and a cap that cut in
+    # report order left later cells' regressions without a repro. Report order within each group.
+    wanted.sort(key=lambda t: t[2]["verdict"] == "known-bug")
+    return [(case_id, cell, r, f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.md")
+            for case_id, cell, r in wanted[:limit]]
+
+
+def repro_wanted(report: dict[str, Any]) -> int:
+    """How many results would get a repro file without the cap."""
+    from harness.report.model import iter_results
+
+    return sum(1 for _c, _cell, r in iter_results(report) if r["verdict"] not in _SKIP)
 
 
 def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS) -> int:

@@ -1,0 +1,26 @@
+"""The repro cap (MAX_REPROS files a report) keeps news: a default run's op cases alone are thousands
+of known bugs, and a cap taken in report order left the regressions of later cases without a repro."""
+
+from __future__ import annotations
+
+from harness.report.repro import repro_files, repro_wanted
+
+
+def _report(verdicts: list[str]) -> dict:
+    cases = [{"id": f"suites/x/test_x.py::test_x[{i}]", "results": {"c-cpu": {"verdict": v, "raw": "fail"}}}
+             for i, v in enumerate(verdicts)]
+    return {"cases": cases, "cells": [{"cell": "c-cpu", "verdict": "complete"}]}
+
+
+def test_news_come_first_under_the_cap_and_report_order_stays_within_each_group():
+    verdicts = ["known-bug"] * 5 + ["regression", "ok", "fixed", "skipped", "known-bug", "crash"]
+    report = _report(verdicts)
+    files = repro_files(report, limit=4)
+    assert [r["verdict"] for _c, _cell, r, _n in files] == ["regression", "fixed", "crash", "known-bug"]
+    assert [c for c, *_ in files][-1].endswith("[0]")  # the first known bug in report order
+    assert repro_wanted(report) == 9  # all but ok and skipped
+
+
+def test_without_the_cap_every_result_but_ok_and_skipped_has_a_file():
+    report = _report(["known-bug", "ok", "regression", "skipped"])
+    assert [c.rsplit("[", 1)[1] for c, *_ in repro_files(report, limit=500)] == ["2]", "0]"]

@@ -34,7 +34,7 @@ import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
-from harness.reduce.signature import statement_text
+from harness.reduce.signature import parents_of, statement_text
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 ORACLE = "frozen checks"  # what vouched for a reduction without a contrast cell (reduce.json, the provenance)
@@ -171,18 +171,27 @@ def _top_definitions(tree: ast.Module) -> dict[str, list[ast.stmt]]:
     for s in tree.body:
         if isinstance(s, _DEFS):
             out.setdefault(s.name, []).append(s)
-        elif isinstance(s, (ast.Assign, ast.AnnAssign)):
+        elif isinstance(s, (ast.Assign, ast.AnnAssign)):  # `T[k] = v` too: it is part of what T is
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            for t in targets:
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name):
-                        out.setdefault(n.id, []).append(s)
+            for name in {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}:
+                out.setdefault(name, []).append(s)
     return out
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """The plain names node reads."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stored(stmt: ast.Assign | ast.AnnAssign) -> set[str]:
+    """The plain names an assignment binds (`a`, `a, (b, c)`; not `x.a` or `x[a]`'s `x`)."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _referenced(node: ast.AST, checks: _Checks) -> set[str]:
     """The names node reads, and the script classes whose checking methods it calls."""
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    names = _reads(node)
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
         if call.func.attr in checks.checking_methods:  # type: ignore[union-attr]
             names.update(c.name for c in checks.methods.get(call.func.attr, []))  # type: ignore[union-attr]
@@ -194,7 +203,7 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     (its script lines, outermost first)."""
     tree = ast.parse(source)
     checks = _Checks(tree)
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parents_of(tree)
     ran = _ran_checks(tree, frames, checks)
     ran += [s for s in _loop_checks(ran, parents, checks) if s not in ran]
     # every assert whole, the failing one's message included: the signature compares messages up to
@@ -206,7 +215,8 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     headers = _loop_headers(ran, parents)
     statements.update(statement_text(h, parents.get(h)) for h in headers)
     defined = _top_definitions(tree)
-    todo = set().union(*(_referenced(s, checks) for s in ran), *(_referenced(h.iter, checks) for h in headers)) if ran else set()
+    read = set().union(*(_referenced(s, checks) for s in ran))
+    todo = read.union(*(_referenced(h.iter, checks) for h in headers))
     frozen: dict[int, ast.stmt] = {}
     while todo:
         name = todo.pop()
@@ -214,7 +224,7 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
             if id(d) not in frozen:
                 frozen[id(d)] = d
                 todo |= _referenced(d, checks)
-    operands = frozenset(set().union(*(_referenced(s, checks) for s in ran)) - set(defined)) if ran else frozenset()
+    operands = frozenset(read - set(defined))
     written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
     inputs = Counter(ast.unparse(a) for a in _inputs([*ran, *headers], parents))
     return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written)
@@ -236,7 +246,7 @@ def _loop_checks(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST], checks: _
     out: list[ast.stmt] = []
     for check in ran:
         for loop in _enclosing_loops(check, parents):
-            out += [s for s in _own_statements(loop) if s is not loop and checks.is_check(s) and s not in out]
+            out += [s for s in _own_statements(loop) if checks.is_check(s) and s not in out]
     return out
 
 
@@ -245,12 +255,12 @@ def _loop_headers(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> list[
     it judges is drawn from the same sequence as the original drew it."""
     out: list[ast.For] = []
     for check in ran:
-        reads = {n.id for n in ast.walk(check) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        reads = _reads(check)
         for loop in _enclosing_loops(check, parents):
             bound = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} if isinstance(loop, ast.For) else set()
             if bound & reads and loop not in out:
                 out.append(loop)
-                reads |= {n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)}
+                reads |= _reads(loop.iter)
     return out
 
 
@@ -269,14 +279,10 @@ def _inputs(ran: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> list[ast.st
     out: dict[int, ast.stmt] = {}
     for check in ran:
         # a loop header (what a check's loop draws from): the names its sequence reads (`outs`, `host`)
-        read = check.iter if isinstance(check, ast.For) else check
-        reads = {n.id for n in ast.walk(read) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         assigns = [a for a in _own_statements(_scope(check, parents))
                    if isinstance(a, (ast.Assign, ast.AnnAssign)) and a.lineno < check.lineno]
-        for name in reads:
-            last = [a for a in assigns if name in {b for b, _v in _bindings(a)} or any(
-                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                for t in (a.targets if isinstance(a, ast.Assign) else [a.target]) for n in ast.walk(t))]
+        for name in _reads(check.iter if isinstance(check, ast.For) else check):
+            last = [a for a in assigns if name in _stored(a)]
             if last:
                 out[id(last[-1])] = last[-1]
     return list(out.values())
@@ -316,7 +322,7 @@ def lacks(tree: ast.Module, frozen: Frozen) -> bool:
     """Whether a candidate lost (or changed) a frozen check statement or definition."""
     if not frozen:
         return False
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parents_of(tree)
     stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
     have = Counter(t for n in stmts for t in [statement_text(n, parents.get(n))] if t)
     have.update(ast.unparse(n) for n in stmts if isinstance(n, ast.Assert))

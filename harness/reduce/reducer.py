@@ -110,11 +110,13 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     # An assertion fails as surely when the reducer guts what it checks ("the compiled module lost the host
     # placement" once the host computation is gone). A cell where the case passes tells them apart; without
     # one, the checks that ran (and what they name) are frozen: harness.reduce.checks.
-    frozen = frozen_checks(source, transforms.frame_lines(first.output)) if sig.own_check and not contrast else Frozen()
-    if sig.own_check and not contrast and not frozen.statements:
-        raise NotReducible("the failure is the script's own check, no cell where the case passes (and the full "
-                           "script exits 0) is given, and no check statement of the script's was found in its "
-                           "traceback to freeze; pass --passes-in CELL")
+    frozen = Frozen()
+    if sig.own_check and not contrast:
+        frozen = frozen_checks(source, transforms.frame_lines(first.output))
+        if not frozen.statements:
+            raise NotReducible("the failure is the script's own check, no cell where the case passes (and the full "
+                               "script exits 0) is given, and no check statement of the script's was found in its "
+                               "traceback to freeze; pass --passes-in CELL")
     timeout = max(MIN_TIMEOUT_S, int(3 * again.seconds) + 1)  # the first run also waited for the server's imports
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(dict(parts.facts), dict(parts.env), ast.unparse(ast.parse(parts.body)), sig,

@@ -44,7 +44,8 @@ def up_to_numbers(message: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+def parents_of(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """Each node of tree -> the node holding it."""
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
@@ -76,7 +77,7 @@ def statement_text(node: ast.stmt, parent: ast.AST | None) -> str | None:
 
 def statement_texts(tree: ast.AST) -> set[str]:
     """Every statement of tree as statement_text says it (a cheap test that a candidate kept one)."""
-    parents = _parents(tree)
+    parents = parents_of(tree)
     return {t for n in ast.walk(tree) if isinstance(n, ast.stmt) for t in [statement_text(n, parents.get(n))] if t}
 
 
@@ -93,7 +94,7 @@ def statement_at(source: str, line: int | None) -> str | None:
         if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
             if best is None or (node.lineno, -(node.end_lineno or 0)) >= (best.lineno, -(best.end_lineno or 0)):
                 best = node
-    return None if best is None else statement_text(best, _parents(tree).get(best))
+    return None if best is None else statement_text(best, parents_of(tree).get(best))
 
 
 def _crash_line(output: str, path_name: str) -> int | None:

@@ -29,6 +29,7 @@ import re
 from typing import Iterator
 
 from harness.reduce.names import bound_names
+from harness.reduce.signature import parents_of
 
 MAX_LINE = 100  # an inlined name may not make its line longer than this
 _FRAME = re.compile(r'File "([^"]*)", line (\d+)')
@@ -70,7 +71,7 @@ def truncate(source: str, lines: list[int]) -> str:
     """source without the statements after each traceback frame's statement in its block (blocks in a
     loop excepted: a later statement ran in an earlier iteration)."""
     tree = ast.parse(source)
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parents_of(tree)
     cuts: list[tuple[list[ast.stmt], ast.stmt]] = []
     for line in lines:
         inner = None

@@ -311,9 +311,7 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
 
 def repro_files(report: dict[str, Any], limit: int = MAX_REPROS) -> list[tuple[str | None, str, dict[str, Any], str]]:
     """(case id, cell, result, file name) for each result that gets a repro file, in writing order."""
-    from harness.report.model import iter_results  # here: harness.report imports this module
-
-    wanted = [(case_id, cell, r) for case_id, cell, r in iter_results(report) if r["verdict"] not in _SKIP]
+    wanted = _needing_repro(report)
     # News first: a default run's op cases alone are thousands of known bugs, and a cap that cut in
     # report order left later cells' regressions without a repro. Report order within each group.
     wanted.sort(key=lambda t: t[2]["verdict"] == "known-bug")
@@ -323,9 +321,14 @@ def repro_files(report: dict[str, Any], limit: int = MAX_REPROS) -> list[tuple[s
 
 def repro_wanted(report: dict[str, Any]) -> int:
     """How many results would get a repro file without the cap."""
-    from harness.report.model import iter_results
+    return len(_needing_repro(report))
 
-    return sum(1 for _c, _cell, r in iter_results(report) if r["verdict"] not in _SKIP)
+
+def _needing_repro(report: dict[str, Any]) -> list[tuple[str | None, str, dict[str, Any]]]:
+    """(case id, cell, result) for each result that is not ok or skipped, in report order."""
+    from harness.report.model import iter_results  # here: harness.report imports this module
+
+    return [(case_id, cell, r) for case_id, cell, r in iter_results(report) if r["verdict"] not in _SKIP]
 
 
 def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS) -> int:

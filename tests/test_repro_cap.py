@@ -3,6 +3,7 @@ of known bugs, and a cap taken in report order left the regressions of later cas
 
 from __future__ import annotations
 
+from harness.judge.outcomes import VERDICTS
 from harness.report.repro import repro_files, repro_wanted
 
 
@@ -24,3 +25,13 @@ def test_news_come_first_under_the_cap_and_report_order_stays_within_each_group(
 def test_without_the_cap_every_result_but_ok_and_skipped_has_a_file():
     report = _report(["known-bug", "ok", "regression", "skipped"])
     assert [c.rsplit("[", 1)[1] for c, *_ in repro_files(report, limit=500)] == ["2]", "0]"]
+
+
+def test_every_verdict_that_is_news_comes_before_every_known_bug():
+    """Over the whole verdict vocabulary, not a hand list: news placed after the known bugs in report
+    order still fill the cap first."""
+    news = [v for v in VERDICTS if v not in ("known-bug", "ok", "skipped")]
+    report = _report(["known-bug"] * 3 + news)
+    files = repro_files(report, limit=len(news))
+    assert [r["verdict"] for _c, _cell, r, _n in files] == news
+    assert repro_wanted(report) == 3 + len(news)

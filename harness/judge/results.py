@@ -24,6 +24,7 @@ import jsonschema
 from harness.errors import UserError
 from harness.judge.outcomes import RAW_OUTCOMES as _RAW
 from harness.paths import SCHEMA_DIR
+from harness.run.collecterror import collect_message
 from harness.safeio import read_input
 
 SCHEMA_PATH = SCHEMA_DIR / "results-v1.json"
@@ -236,7 +237,7 @@ def read_results(path: Path) -> CellResults:
             res.selection = rec["selection"] if isinstance(rec.get("selection"), dict) else None
         elif kind == "CollectReport" and rec.get("outcome") == "failed":
             nodeid = rec.get("nodeid") if isinstance(rec.get("nodeid"), str) and rec.get("nodeid") else "(collection)"
-            res.cases.setdefault(nodeid, Case(nodeid, "error", message=_collect_message(rec.get("longrepr")),
+            res.cases.setdefault(nodeid, Case(nodeid, "error", message=collect_message(rec.get("longrepr")),
                                               error_type="CollectError"))
         elif kind == "TestStart":
             running.add(rec["nodeid"])
@@ -304,15 +305,6 @@ def read_results(path: Path) -> CellResults:
 # Where a case-less record happened, as the message says it ("killed after 60 s hanging at ...").
 _PHASES = {"collection": "while importing and collecting the tests", "exit": "at interpreter exit after the last test",
            "outside tests": "outside any test"}
-
-
-def _collect_message(longrepr: Any) -> str:
-    """The telling lines of a collection error: pytest's `E   ...` lines, else its first lines."""
-    text = longrepr if isinstance(longrepr, str) else json.dumps(longrepr)[:4000] if longrepr else "collection failed"
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    head = errors + lines[:1] if errors else lines  # the exception first: it is what a summary shows
-    return "\n".join(head[:_MESSAGE_LINES])[:2000]
 
 
 def _check_complete(res: CellResults, collected: int | None, collected_ids: list[str] | None) -> None:

@@ -40,6 +40,7 @@ from harness.redact import redact
 from harness.safeio import atomic_write, refuse_special, refuse_special_dir
 from harness.incell.resultsfile import file_tail, selected_paths, signal_name, whole_suite
 from harness.run.backend import BackendDown, backend_timeout, needs_probe, probe, workers_for_chips
+from harness.run.collecterror import collect_message
 from harness.run.invocation import run_id
 from harness.run.stream import ResultsStream, append_record
 from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
@@ -141,9 +142,12 @@ class _Watch:
             if rec.get("nodeid") in self.collect_errors:
                 return  # collected again after a resume: counted once
             self.collect_errors.add(rec.get("nodeid"))
-            self.count("error", "regression")
+            # judged as the report will judge it (a known collection error is a known bug live too)
+            verdict = self.judge(rec.get("nodeid") or "", "error", collect_message(rec.get("longrepr")), {},
+                                 self.versions, self.device)
+            self.count("error", verdict)
             progress(cell, {"event": "test", "nodeid": rec.get("nodeid") or "(collection)", "raw": "error",
-                            "verdict": "regression", "signal": "collection error"})
+                            "verdict": verdict, "signal": "collection error"})
         elif kind == "TestStart":
             self.running[rec["nodeid"]] = time.monotonic()
         elif kind == "PhaseTimeout" and rec.get("worker") is not None:  # an xdist worker hung at exit

@@ -635,9 +635,18 @@ def generated_buffers(program: list[str], width: int, batch: int, seed: int, obs
 
 
 def dlpack_conversion(layout: str, dtype: str, path: str, observe) -> None:
-    """test_dlpack.py's case (its core, for the standalone export)."""
+    """test_dlpack.py's torchax case (its core, for the standalone export)."""
     torchax_env()
     conversion_case(layout, dtype, path, observe)
+
+
+def plain_dlpack_conversion(layout: str, dtype: str, observe) -> None:
+    """test_dlpack.py's plain DLPack case: torch and jax alone, so it runs in every cell with both,
+    torchax or not (xla26-cpu; a cell whose torchax does not import, where it tells a broken bridge from
+    a broken DLPack)."""
+    require("torch")
+    require("jax")
+    conversion_case(layout, dtype, "plain_dlpack", observe)
 
 
 # the properties' pinned example: every step of the grammar once
@@ -684,6 +693,7 @@ CORES = {
     "test_ops.py::test_op_inplace": op_inplace_case,
     "test_ops.py::test_op_out": op_out_case,
     "test_dlpack.py::test_conversion_keeps_values_dtype_and_shape": dlpack_conversion,
+    "test_dlpack.py::test_plain_dlpack_keeps_values_dtype_and_shape": plain_dlpack_conversion,
     "test_modules.py::test_generated_forward_matches_torch_eager": (generated_forward, EVERY_STEP),
     "test_modules.py::test_generated_forward_updates_buffers_as_torch_eager": (generated_buffers, EVERY_STEP),
 }

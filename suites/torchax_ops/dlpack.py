@@ -73,8 +73,18 @@ def conversion_case(layout: str, dtype: str, path: str, observe) -> None:
                    jax_dtype=str(j.dtype), shares_memory_to_jax=shared_to_jax, shares_memory_back=shared_back)
     assert tuple(j.shape) == tuple(t.shape), f"to JAX: shape {tuple(j.shape)} where torch has {tuple(t.shape)}"
     assert str(j.dtype) == dtype, f"to JAX: dtype {j.dtype} where torch has {dtype}"
-    got = np.asarray(j.astype("float32") if dtype == "bfloat16" else j)
-    np.testing.assert_array_equal(got, expected, err_msg=f"{path}: values changed on the way to JAX")
+    got = np.asarray(j)  # read back by the host: no XLA computation yet
+    np.testing.assert_array_equal(got.astype(np.float32) if dtype == "bfloat16" else got, expected,
+                                  err_msg=f"{path}: values changed on the way to JAX")
+    # ... and computed on: an array imported with a layout XLA did not pick can read back right and still
+    # fail in the first jit that takes it (jax-ml/jax#25066: jax 0.4.38, transposed, every dtype)
+    try:
+        computed = np.asarray(jax.jit(lambda x: x.reshape(-1))(j))
+    except Exception as exc:
+        raise AssertionError(f"{path}: the imported array cannot be computed on: "
+                             f"{type(exc).__name__}: {str(exc)[:300]}") from None
+    np.testing.assert_array_equal(computed.astype(np.float32) if dtype == "bfloat16" else computed,
+                                  expected.reshape(-1), err_msg=f"{path}: values changed in a jit of the imported array")
     assert back.dtype == t.dtype and tuple(back.shape) == tuple(t.shape), \
         f"back to torch: {back.dtype}{tuple(back.shape)} where it was {t.dtype}{tuple(t.shape)}"
     assert torch.equal(back, t), f"{path}: values changed on the round trip"

@@ -113,6 +113,36 @@ def probe(order: str, compile_too: bool) -> None:
                     return torchax.interop.call_jax(jnp.sin, t).cpu().tolist()
 
             found["scenario"]["torchax: call_jax(jnp.sin) on a torchax tensor"] = attempt(torchax_round_trip)
+
+            # the families' scenarios in small (suites/torchax): conversions per dtype, a traced call,
+            # jax.grad through a module; each is a fact compared between the two orders
+            def torchax_conversions():
+                env = torchax.default_env()
+                out = {}
+                with env:
+                    for dtype in ("float32", "bfloat16", "int64", "bool"):
+                        t = torch.tensor([1.5, -2.25, 0.0, 3.0]).to(getattr(torch, dtype)).to("jax")
+                        back = t.cpu()
+                        out[dtype] = [str(back.dtype), back.float().tolist()]
+                return out
+
+            def torchax_jax_jit():
+                env = torchax.default_env()
+                with env:
+                    f = torchax.interop.jax_jit(lambda a, b: torch.relu(a @ b) + a.sum())
+                    a = torch.arange(6.0, device="jax").reshape(2, 3) - 2
+                    return f(a, torch.ones(3, 3, device="jax")).cpu().tolist()
+
+            def torchax_grad_through_a_module():
+                torch.manual_seed(0)
+                weights, fn = torchax.extract_jax(torch.nn.Linear(3, 2))
+                x = jnp.arange(6.0).reshape(2, 3)
+                grads = jax.grad(lambda w: fn(w, (x,)).sum())(weights)
+                return {k: [float(v) for v in jnp.ravel(grads[k])] for k in sorted(grads)}
+
+            found["scenario"]["torchax: conversions to jax and back per dtype"] = attempt(torchax_conversions)
+            found["scenario"]["torchax: interop.jax_jit of a torch function"] = attempt(torchax_jax_jit)
+            found["scenario"]["torchax: jax.grad through extract_jax(nn.Linear)"] = attempt(torchax_grad_through_a_module)
         if "torch_xla" in order.split(","):
             def xla_call_jax():
                 import torch_xla.core.xla_builder as xb
@@ -122,6 +152,19 @@ def probe(order: str, compile_too: bool) -> None:
                 return xb.call_jax(jnp.sin, (t,)).cpu().tolist()
 
             found["scenario"]["torch_xla: call_jax(jnp.sin) on an XLA tensor"] = attempt(xla_call_jax)
+
+            # suites/call_jax in small: non-tensor inputs, an unused argument, two outputs
+            def xla_call_jax_statics_and_outputs():
+                import torch_xla.core.xla_builder as xb
+                import torch_xla.core.xla_model as xm
+
+                t = torch.arange(6.0).reshape(2, 3).to(xm.xla_device())
+                scaled = xb.call_jax(lambda x, unused, k, flag: jnp.where(flag, x * k, x), (t, t + 1, 3, True))
+                pair = xb.call_jax(lambda x: (jnp.sin(x), jnp.cos(x).sum()), (t,))
+                return {"scaled": scaled.cpu().tolist(), "pair": [pair[0].cpu().tolist(), float(pair[1].cpu())]}
+
+            found["scenario"]["torch_xla: call_jax with statics, an unused argument, two outputs"] = \
+                attempt(xla_call_jax_statics_and_outputs)
     print("SEAMS-ANSWER " + _json.dumps(found))
 
 

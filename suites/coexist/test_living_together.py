@@ -8,8 +8,10 @@ within the test process, whose imports other cases already decided:
   backend (a function of a tensor, one without tensor inputs, a module), device and accelerator
   queries, default device and dtype, torch.utils.dlpack, seeded random numbers, CPU autocast;
 - `test_import_order_gives_the_same_results[BRIDGE]`: `import jax` then the bridge vs the bridge
-  then jax: every torch fact above, jax's backend, devices, x64 flag and a jnp result, and a call
-  through the bridge (torchax.interop.call_jax / torch_xla's call_jax of jnp.sin).
+  then jax: every torch fact above, jax's backend, devices, x64 flag and a jnp result, and the
+  other families' scenarios in small, through the bridge: torchax's call_jax, conversions per dtype,
+  interop.jax_jit, jax.grad through extract_jax(nn.Linear); torch_xla's call_jax of jnp.sin and with
+  statics, an unused argument and two outputs.
 """
 
 from __future__ import annotations

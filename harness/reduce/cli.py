@@ -43,12 +43,20 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_reduce(args: argparse.Namespace) -> int:
     """0 when every script was reduced, 1 when one was refused (it does not fail, or flakily)."""
-    from harness.reduce.batch import (Job, cell_named, reduce_jobs, report_jobs, rewrite_markdown, sorted_jobs, summary,
-                                      write_figures)
+    from harness.reduce.batch import (
+        Job,
+        cell_named,
+        recover_set,
+        reduce_jobs,
+        report_jobs,
+        summary,
+        write_reductions,
+    )
 
     jobs = []
     known: dict[Path, dict] = {}  # report.json -> its failing results' jobs by script name
     for script in args.scripts:
+        recover_set(script)
         if not script.is_file() or script.suffix != ".py" or script.name.endswith(".min.py"):
             raise UserError(f"{script}: not a standalone script (repro/CELL__CASE.py)")
         cell = args.cell or script.name.split("__", 1)[0]
@@ -65,9 +73,5 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         jobs.append(Job(script, cell, case_id, contrast))
     outcomes = reduce_jobs(jobs, args.budget)
     print(summary(outcomes))
-    reports = {j.script.resolve().parent.parent for j in jobs if (j.script.resolve().parent.parent / "report.json").is_file()}
-    for d in reports:
-        write_figures(d / "repro", [o for o, j in zip(outcomes, sorted_jobs(jobs)) if j.script.resolve().parent.parent == d],
-                      merge=True)
-        rewrite_markdown(d)
+    write_reductions(jobs, outcomes, merge=True)  # the report set's repro/, switched in whole
     return 0 if all(o.refused is None for o in outcomes) else 1

@@ -565,8 +565,23 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"interrupted ({signal.Signals(signum).name}): every child process was stopped; "
               "finished results are on disk", file=sys.stderr)
         return 128 + signum
+    except ValueError as exc:
+        if _too_many_digits(exc) and not os.environ.get("SEAMS_DEBUG"):  # bad input wherever it was parsed
+            print(f"error: {_one_line(str(_too_many_digits(exc)))}", file=sys.stderr)
+            return 2
+        return _internal(exc)
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _too_many_digits(exc: ValueError) -> UserError | None:
+    """A UserError for Python's bound on converting a long digit string to an int (a version `0.` followed
+    by 5000 digits, a 5000-digit count): any number from the input may reach it - packaging's Version and
+    SpecifierSet, JSON, YAML - and no number the harness reads needs that many digits. Else None."""
+    if "integer string conversion" not in str(exc):
+        return None
+    return UserError(f"a number in the input has more than {sys.get_int_max_str_digits()} digits: no version, count "
+                     "or id needs that many; check the file or option that holds it")
 
 
 def _one_way_per_package(sourced: list[str], held: list[str]) -> None:

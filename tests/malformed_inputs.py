@@ -294,6 +294,16 @@ _add("bisect: --from-report wrong shape", (["bisect", "--from-report", "{F}", "-
 _add("bisect: --subdir leaving the repository", _bisect(SHARD, "--commits", "--repo", "{T}", "--subdir", "../x"),
      "name a folder inside --repo")
 
+# --- numbers longer than Python converts (4300 digits): bad input wherever the number is parsed ----------
+_DIGITS = "0." + "9" * 5000
+_add("matrix: a pin of 5000 digits", _matrix(f"include:\n  - {{name: a-cpu, pins: {{jax: '{_DIGITS}'}}}}\n"), "more than 4300 digits")
+_add("results: a pin of 5000 digits", _results(_report_call(), start={**_START, "pins": {"jax": _DIGITS}}), "more than 4300 digits")
+_add("bisect: --good of 5000 digits", _bisect(SHARD, "--good", _DIGITS), "more than 4300 digits")
+_add("bisect: --from-report with a pin of 5000 digits",
+     (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", SHARD, "--good", "0.5.3"],
+      {"r.json": json.dumps(_report_with(cells__0__pins={"jax": _DIGITS}, cases__0__id=SHARD)).encode()}),
+     "more than 4300 digits")
+
 # --- ambiguous options (issue 31): refused in one line, never a silent choice --------------------------
 _JAX_TREE = {"pyproject.toml": b'[project]\nname = "jax"\nversion = "0.6.0"\n', "jax/__init__.py": b"",
              "jax/version.py": b'_version = "0.6.0"\n'}

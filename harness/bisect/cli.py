@@ -253,7 +253,7 @@ def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: st
     """issue.md: the first bad version's result in the one issue form (harness.report.issue_body),
     titled with what broke and since when, with this bisection and the standalone script (the one
     bisected, or the case's exported one)."""
-    from harness.report.issue_body import title
+    from harness.report.issue_body import md_line, title
     from harness.report.repro import repro_markdown, script_for
 
     fb = summary.get("first_bad_answer")
@@ -267,7 +267,7 @@ def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: st
     script = summary.get("script_text") or script_for(case, cell, result)
     name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1] if summary.get("script_text") else "repro.py"
     body = repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
-    return f"# {title(case or name, cell, result, since)}\n\n{body}"
+    return f"# {md_line(title(case or name, cell, result, since))}\n\n{body}"
 
 
 def _script_text(script: list[str] | None) -> str | None:

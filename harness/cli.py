@@ -553,9 +553,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         raise  # main() says it in one line
     except OSError as exc:  # a full or read-only disk is not a harness bug
-        from harness.safeio import disk_error
+        from harness.safeio import disk_error, path_error
 
-        err = disk_error(exc)
+        err = disk_error(exc) or path_error(exc)
         if err is None or os.environ.get("SEAMS_DEBUG"):
             return _internal(exc)
         print(f"error: {_one_line(str(err))}", file=sys.stderr)

@@ -104,6 +104,20 @@ def disk_error(exc: OSError, any_errno: bool = False) -> UserError | None:
     return UserError(f"{where}: {exc.strerror or exc}; finished results already on disk are kept")
 
 
+# Errors that say a path given cannot name a file as written (a name past the file system's limit, a
+# symlink loop, a file where a folder is needed or the reverse): the caller's path, not a harness bug.
+PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR}
+
+
+def path_error(exc: OSError) -> UserError | None:
+    """A one-line UserError naming the path for an OSError of PATH_ERRNOS, wherever the path was used; else None."""
+    if exc.errno not in PATH_ERRNOS:
+        return None
+    name = str(exc.filename) if exc.filename is not None else "a path given"
+    shown = name if len(name) <= 200 else f"{name[:120]}... ({len(name)} characters)"
+    return UserError(f"{shown}: {exc.strerror or exc}: name another path")
+
+
 def refuse_special(path: Path) -> None:
     """UserError unless `path` is absent or a regular file: an output never replaces a device, a FIFO,
     a socket, a folder or a symlink (renaming over a symlink would drop it; over /dev/null, break it)."""

@@ -304,6 +304,17 @@ _add("bisect: --from-report with a pin of 5000 digits",
       {"r.json": json.dumps(_report_with(cells__0__pins={"jax": _DIGITS}, cases__0__id=SHARD)).encode()}),
      "more than 4300 digits")
 
+# --- a path longer than the file system takes (ENAMETOOLONG), for every kind of path option -------------
+_LONG = "{T}/" + "x" * 5000
+_add("validate: a file name of 5000 characters", (["validate", _LONG], {}), "File name too long")
+_add("matrix: --matrix of 5000 characters", (["matrix", "--matrix", _LONG], {}), "File name too long")
+_add("report: a results path of 5000 characters", (["report", _LONG, "--out", "{T}/o"], {}), "File name too long")
+_add("history: --out of 5000 characters", (["history", "{F}", "--out", _LONG], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
+     "File name too long")
+_add("diff: --markdown of 5000 characters", (["diff", "{F}", "{F}", "--markdown", _LONG], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
+     "File name too long")
+_add("reduce: a script path of 5000 characters", (["reduce", _LONG], {}), "File name too long")
+
 # --- ambiguous options (issue 31): refused in one line, never a silent choice --------------------------
 _JAX_TREE = {"pyproject.toml": b'[project]\nname = "jax"\nversion = "0.6.0"\n', "jax/__init__.py": b"",
              "jax/version.py": b'_version = "0.6.0"\n'}

@@ -172,7 +172,7 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     moved = {pkg, "jaxlib"} if pkg == "jax" else ({pkg, "torch"} if pkg == "torch-xla" else {pkg})
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items() if k not in moved
             and k in ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "optax")]
-    md = out / "bisect.md"
+    md = out / "bisection.md"  # --markdown: the release and commit reports together (bisect.md is its set's)
     argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", f"--good={good}", f"--bad={bad}",
             f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
@@ -200,7 +200,7 @@ def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items()
             if k not in (pkg, "jaxlib") and k in ("torch", "torch-xla", "torchax", "flax", "optax")]
     pair = _pins(new, item["cell"]).get("jaxlib") if pkg == "jax" else None
-    md = out / "bisect.md"
+    md = out / "bisection.md"  # --markdown: the release and commit reports together (bisect.md is its set's)
     argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", "--commits", *repo_args,
             f"--good={good}", f"--bad={bad}", f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if pair:

@@ -29,10 +29,11 @@ def one_line(text: Any, limit: int = 300) -> str:
     return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
-# What Markdown (CommonMark, GitHub's) or HTML gives a meaning to in running text: links and images (`[`,
-# `]`, `!`), tags and entities (`<`, `>`, `&`), emphasis (`*`, `_`, `~`), code (backtick), escapes, tables
-# (`|`), headings (`#`). Shown as entities, they render as themselves and start nothing.
-_MD_ACTIVE = frozenset("\\`*_[]<>&|!#~")
+# What Markdown (CommonMark, GitHub's) or HTML reads as syntax inside a line: links and images (`[`, `]`; an
+# image's `!` starts nothing without its `[`), tags and entities (`<`, `&`; a `>` alone starts nothing), code (backtick), escapes,
+# emphasis by `*`, table cells (`|`). Shown as entities they render as themselves and start nothing. (`_`
+# is left readable: inside a word, as in a test id, it is never emphasis, and emphasis is no link or tag.)
+_MD_ACTIVE = frozenset("\\`*[]<&|")
 
 
 def md_line(text: Any, limit: int = 300) -> str:

@@ -315,6 +315,11 @@ _add("diff: --markdown of 5000 characters", (["diff", "{F}", "{F}", "--markdown"
      "File name too long")
 _add("reduce: a script path of 5000 characters", (["reduce", _LONG], {}), "File name too long")
 
+# --- news --repo: what gh gets as --repo=VALUE is OWNER/NAME, never an option or a path ------------------
+for _repo in ("--help", "-R", "o/r --title x", "../../x", "https://github.com/o/r", "o/r\n"):
+    _add(f"news: --repo {_repo!r}", (["news", "{F}", "{F}", "--dry-run", f"--repo={_repo}", "--out", "{T}/n"],
+                                     {"r.json": json.dumps(_GOOD_REPORT).encode()}), "give OWNER/NAME")
+
 # --- ambiguous options (issue 31): refused in one line, never a silent choice --------------------------
 _JAX_TREE = {"pyproject.toml": b'[project]\nname = "jax"\nversion = "0.6.0"\n', "jax/__init__.py": b"",
              "jax/version.py": b'_version = "0.6.0"\n'}

@@ -125,8 +125,8 @@ def test_second_run_updates_never_duplicates(tmp_path):
     calls = [json.loads(line) for line in (tmp_path / "calls.log").read_text().splitlines()]
     assert sum(c[:2] == ["issue", "create"] for c in calls) == 3
     assert sum(c[:2] == ["issue", "edit"] for c in calls) == 3
-    assert all(c[-2:] == ["--repo", "o/r"] for c in calls)
-    assert ["issue", "reopen", "1", "--repo", "o/r"] in calls
+    assert all(c[-1] == "--repo=o/r" for c in calls)  # --opt=VALUE: a value never read as an option
+    assert ["issue", "reopen", "1", "--repo=o/r"] in calls
 
 
 def test_without_gh_it_says_so_in_one_line(tmp_path):

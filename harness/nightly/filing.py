@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -296,7 +297,7 @@ class Gh:
         self.repo, self.exe = repo, exe
 
     def _run(self, args: list[str]) -> str:
-        argv = [self.exe, *args] + (["--repo", self.repo] if self.repo else [])
+        argv = [self.exe, *args] + ([f"--repo={self.repo}"] if self.repo else [])  # a value never an option
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         except FileNotFoundError:
@@ -370,6 +371,10 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
     return len(items)
 
 
+# What gh takes as --repo: [HOST/]OWNER/NAME, GitHub's characters only (never an option, a path or a URL).
+_GH_REPO = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9.-]*/)?[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9_.][A-Za-z0-9_.-]*")
+
+
 def add_file_news_parser(sub: argparse._SubParsersAction) -> None:
     """Register `news`."""
     p = sub.add_parser("news", help="bisect each news item against the previous night and open/update one GitHub issue each",
@@ -395,6 +400,8 @@ def cmd_file_news(args: argparse.Namespace) -> int:
         raise UserError("--max and --budget must be >= 1")
     if not args.dry_run and not (shutil.which(os.environ.get("SEAMS_GH", "gh"))):
         raise UserError("gh (the GitHub CLI) is not on PATH; install it or use --dry-run")
+    if args.repo is not None and not _GH_REPO.fullmatch(args.repo):
+        raise UserError(f"--repo {args.repo!r}: give OWNER/NAME (or HOST/OWNER/NAME) of a GitHub repository")
     commits = parse_commits(args.commits)
     args.out.mkdir(parents=True, exist_ok=True)
     file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,

@@ -186,6 +186,15 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     return _run_bisect(argv, pkg, good, bad, md, budget_s)
 
 
+def _declared_location(cell: str, pkg: str) -> str | None:
+    """Where matrices/*.yaml (trusted configuration) says the cell builds pkg from, if it does."""
+    from harness.cells.matrix import catalogue
+
+    found = [c for c in catalogue().cells if c.name == cell]
+    src = (found[0].sources.get(pkg) or found[0].sources.get(pkg.replace("-", "_")) or {}) if found else {}
+    return src.get("location") if isinstance(src, dict) else None
+
+
 def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str, str, str, dict[str, Any]],
                     regress: str, budget_s: int, out: Path, commits: dict[str, tuple[str, str]] | None) -> str:
     """A night built from source: bisect the commits between last night's SHA and tonight's, in the
@@ -194,8 +203,13 @@ def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str
     configured = commit_args(pkg, commits=commits)
     if configured:
         repo_args = configured[1:]  # --repo R [--subdir S], without --to-commit
-    elif src.get("kind") == "git" or src.get("kind") == "path":
-        repo_args = [f"--repo={src.get('location') or ''}"] + ([f"--subdir={src['subdir']}"] if src.get("subdir") else [])
+    elif src.get("kind") in ("git", "path") and src.get("location") and src.get("location") == _declared_location(item["cell"], pkg):
+        repo_args = [f"--repo={src['location']}"] + ([f"--subdir={src['subdir']}"] if src.get("subdir") else [])
+    elif src.get("kind") in ("git", "path"):
+        # A commit bisection builds and runs the repository's code: where it comes from is configuration
+        # (--commits, SEAMS_REPO_*, matrices/), never a location recorded in a report, which is data.
+        return (f"Not bisected: the report says which repository {pkg} was built from, but a report is data: "
+                f"configure it (news --commits {pkg}=REPO, or the cell's source in matrices/).")
     else:
         return f"Not bisected: {pkg} was built from a source with no repository to search (configure --commits {pkg}=REPO)."
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items()

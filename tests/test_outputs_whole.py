@@ -376,3 +376,29 @@ def test_a_leftover_of_a_live_report_is_kept_and_of_a_dead_one_removed(tmp_path)
     (dead / "link").symlink_to(tmp_path)  # removed without following
     assert _report(tmp_path, "a", "fail", out) == 1
     assert live.is_dir() and not dead.exists() and tmp_path.is_dir()
+
+
+def test_reduce_refuses_a_symlink_where_its_outputs_go_before_reducing_anything(tmp_path, capsys, monkeypatch):
+    """A symlink in the set's place (here OUT/report.md pointing elsewhere), or where CASE.min.py goes beside a
+    script outside any report: one line, exit 2, before the first candidate runs (reductions take hours)."""
+    import harness.reduce.batch as batch
+
+    def never(*_a, **_k):
+        raise AssertionError("reduced before the outputs were checked")
+    monkeypatch.setattr(batch, "reduce_jobs", never)
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere.md"
+    assert _report(tmp_path, "a", "fail", out) == 1
+    elsewhere.write_text("not the harness's")
+    script = sorted((out / "repro").glob("*.py"))[0]
+    (out / "report.md").unlink()
+    (out / "report.md").symlink_to(elsewhere)
+    loose = tmp_path / "loose" / script.name
+    loose.parent.mkdir()
+    loose.write_text(script.read_text())
+    (loose.parent / (script.name.removesuffix(".py") + ".min.py")).symlink_to(elsewhere)
+    for target, says in ((script, "report.md: is a symlink"), (loose, ".min.py: is a symlink")):
+        capsys.readouterr()
+        assert main(["reduce", str(target), "--passes-in", "jax053-cpu"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err
+    assert elsewhere.read_text() == "not the harness's"

@@ -293,6 +293,7 @@ def write_figures(repro_dir: Path, outcomes: list[Outcome], merge: bool = False)
 def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
     """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
     jobs = report_jobs(report_dir)
+    check_outputs([j.script for j in jobs])
     outcomes = reduce_jobs(jobs, budget_s, say)
     write_reductions(jobs, outcomes, merge=False, say=say)
     return outcomes
@@ -319,6 +320,20 @@ def report_home(script: Path) -> tuple[Path, str] | None:
     if (home / "report.json").is_file():  # an earlier version's layout, or one a killed adoption half made
         return home, SET_DIR
     return None
+
+
+def check_outputs(scripts: list[Path]) -> None:
+    """UserError (one line) before any reduction runs where its outputs could not be written: a symlink or
+    special file in a report set's place, or where a CASE.min.py goes beside a script outside a set."""
+    from harness.report.command import SET_ENTRIES
+    from harness.safeio import check_set_place, refuse_special
+
+    for script in scripts:
+        home = report_home(script)
+        if home is None:
+            refuse_special(min_path(script))
+        else:
+            check_set_place(home[0], SET_ENTRIES, home[1])
 
 
 def write_reductions(jobs: list[Job], outcomes: list[Outcome], merge: bool, say: Callable[[str], None] = print) -> None:

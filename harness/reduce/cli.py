@@ -46,6 +46,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     from harness.reduce.batch import (
         Job,
         cell_named,
+        check_outputs,
         recover_set,
         reduce_jobs,
         report_jobs,
@@ -71,6 +72,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
             if found:
                 case_id, contrast = found[0].case_id, found[0].contrast
         jobs.append(Job(script, cell, case_id, contrast))
+    check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
     outcomes = reduce_jobs(jobs, args.budget)
     print(summary(outcomes))
     write_reductions(jobs, outcomes, merge=True)  # the report set's repro/, switched in whole

@@ -235,6 +235,9 @@ def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argpa
     from harness.cells.matrix import catalogue, load_matrix
     from harness.cells.sweep import matrix_from_args
 
+    twice = sorted({n for n in names or [] if (names or []).count(n) > 1})
+    if twice:  # two runs of one cell would race for its results file: ambiguous, refused in one line
+        raise UserError(f"--cell {', '.join(twice)} given more than once; name each cell once")
     swept = matrix_from_args(matrix_files, args) if args is not None else None
     if swept is not None:
         return swept.select(names) if names else list(swept.cells)

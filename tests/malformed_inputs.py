@@ -334,6 +334,8 @@ _add("run: --with gives a package a source and a version", (["run", "--sweep", "
 _add("run: --pair for a package the cell lacks", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--pair",
                                                    "torch==2.0.0", "--build-only", "--out", "{T}/o"], _JAX_TREE),
      "has no torch")
+_add("run: --cell twice", (["run", "--cell", "jax060-cpu", "--cell", "jax060-cpu", "--build-only", "--out", "{T}/o"], {}),
+     "given more than once")
 _add("run: --pair twice", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--pair", "jaxlib==0.6.0", "--pair",
                             "jaxlib==0.6.1", "--build-only", "--out", "{T}/o"], _JAX_TREE), "names jaxlib twice")
 

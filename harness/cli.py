@@ -235,6 +235,9 @@ def _cells(matrix_files: list[Path] | None, names: list[str] | None, args: argpa
     from harness.cells.matrix import catalogue, load_matrix
     from harness.cells.sweep import matrix_from_args
 
+    twice = sorted({n for n in names or [] if (names or []).count(n) > 1})
+    if twice:  # two runs of one cell would race for its results file: ambiguous, refused in one line
+        raise UserError(f"--cell {', '.join(twice)} given more than once; name each cell once")
     swept = matrix_from_args(matrix_files, args) if args is not None else None
     if swept is not None:
         return swept.select(names) if names else list(swept.cells)
@@ -553,9 +556,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         raise  # main() says it in one line
     except OSError as exc:  # a full or read-only disk is not a harness bug
-        from harness.safeio import disk_error
+        from harness.safeio import disk_error, path_error
 
-        err = disk_error(exc)
+        err = disk_error(exc) or path_error(exc)
         if err is None or os.environ.get("SEAMS_DEBUG"):
             return _internal(exc)
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
@@ -565,8 +568,23 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"interrupted ({signal.Signals(signum).name}): every child process was stopped; "
               "finished results are on disk", file=sys.stderr)
         return 128 + signum
+    except ValueError as exc:
+        if _too_many_digits(exc) and not os.environ.get("SEAMS_DEBUG"):  # bad input wherever it was parsed
+            print(f"error: {_one_line(str(_too_many_digits(exc)))}", file=sys.stderr)
+            return 2
+        return _internal(exc)
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _too_many_digits(exc: ValueError) -> UserError | None:
+    """A UserError for Python's bound on converting a long digit string to an int (a version `0.` followed
+    by 5000 digits, a 5000-digit count): any number from the input may reach it - packaging's Version and
+    SpecifierSet, JSON, YAML - and no number the harness reads needs that many digits. Else None."""
+    if "integer string conversion" not in str(exc):
+        return None
+    return UserError(f"a number in the input has more than {sys.get_int_max_str_digits()} digits: no version, count "
+                     "or id needs that many; check the file or option that holds it")
 
 
 def _one_way_per_package(sourced: list[str], held: list[str]) -> None:

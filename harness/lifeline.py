@@ -68,10 +68,13 @@ _LAUNCHER = r"""
 import ctypes, os, sys
 ppid, argv = int(sys.argv[1]), sys.argv[3:]
 cg = os.environ.pop("SEAMS_CGROUP", "")
+if not (os.path.isabs(cg) and os.path.basename(cg).startswith("seams-")):
+    cg = ""  # only a cgroup the harness made (seams-TOKEN), and only its existing files: never a created one
 if cg:
     try:
-        with open(cg + "/cgroup.procs", "w") as fh:
-            fh.write(str(os.getpid()))
+        fd = os.open(cg + "/cgroup.procs", os.O_WRONLY)
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
     except OSError:
         cg = ""
 fd = os.environ.pop("SEAMS_LIFELINE_FD", "")
@@ -84,8 +87,8 @@ if fd.isdigit():
             pass
         if cg:
             try:
-                with open(cg + "/cgroup.kill", "w") as fh:
-                    fh.write("1")
+                kfd = os.open(cg + "/cgroup.kill", os.O_WRONLY)
+                os.write(kfd, b"1")
             except OSError:
                 pass
         os.killpg(0, 9)
@@ -344,11 +347,16 @@ def join_cgroup_from_env() -> None:
     itself into that cgroup first thing, before it starts anything, so every process it starts is inside:
     the same as the launcher does for a program that is not the harness, without changing its argv."""
     path = os.environ.pop(CGROUP_ENV, "")
-    if not path:
+    # Only a cgroup the harness made (an absolute `seams-TOKEN` folder), and only a file the kernel already
+    # has there: a stale or hostile SEAMS_CGROUP in the caller's shell never makes or overwrites a file.
+    if not (os.path.isabs(path) and os.path.basename(path).startswith(_CGROUP_PREFIX)):
         return
     try:
-        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
-            fh.write(str(os.getpid()))
+        fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
     except OSError:
         pass  # the subreaper sweep of the parent still finds what this process leaves
 

@@ -10,6 +10,8 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,20 @@ def disk_error(exc: OSError, any_errno: bool = False) -> UserError | None:
     return UserError(f"{where}: {exc.strerror or exc}; finished results already on disk are kept")
 
 
+# Errors that say a path given cannot name a file as written (a name past the file system's limit, a
+# symlink loop, a file where a folder is needed or the reverse): the caller's path, not a harness bug.
+PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR}
+
+
+def path_error(exc: OSError) -> UserError | None:
+    """A one-line UserError naming the path for an OSError of PATH_ERRNOS, wherever the path was used; else None."""
+    if exc.errno not in PATH_ERRNOS:
+        return None
+    name = str(exc.filename) if exc.filename is not None else "a path given"
+    shown = name if len(name) <= 200 else f"{name[:120]}... ({len(name)} characters)"
+    return UserError(f"{shown}: {exc.strerror or exc}: name another path")
+
+
 def refuse_special(path: Path) -> None:
     """UserError unless `path` is absent or a regular file: an output never replaces a device, a FIFO,
     a socket, a folder or a symlink (renaming over a symlink would drop it; over /dev/null, break it)."""
@@ -165,7 +181,8 @@ def _pid_alive(pid: int) -> bool:
 def sweep_stale(parent: Path, name: str) -> None:
     """Remove `.NAME.PID.*.tmp` leftovers (a staging folder, an old set moved aside, a link being made)
     of processes that are gone: a report killed while rendering leaves one. A live process's are kept
-    (two reports into one folder at once). Symlinks inside are unlinked, never followed."""
+    (two reports into one folder at once). Symlinks inside are unlinked, never followed. An old set moved
+    aside where no set landed (killed between the two renames without RENAME_EXCHANGE) is put back."""
     prefix = f".{name}."
     try:
         entries = list(os.scandir(parent))
@@ -177,6 +194,12 @@ def sweep_stale(parent: Path, name: str) -> None:
         pid = entry.name[len(prefix):].split(".", 1)[0]
         if not pid.isdigit() or _pid_alive(int(pid)):
             continue
+        if entry.name == f"{prefix}{pid}.old.tmp" and not os.path.lexists(parent / name):
+            try:  # a set moved aside (no RENAME_EXCHANGE) by a writer killed before the new one landed: back
+                os.rename(entry.path, parent / name)
+                continue
+            except OSError:
+                pass
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
         else:
@@ -282,6 +305,18 @@ def _ensure_link(out_dir: Path, name: str, set_name: str) -> None:
         raise
 
 
+def copy_visible(out_dir: Path, entries: dict[str, bool], set_name: str, into: Path) -> None:
+    """What a reader sees now through each name (the set's entry behind our symlink, or an earlier version's
+    regular file or folder at the name itself) copied into `into` by hard links: nothing is followed, and
+    only whole-file renames may change the copy afterwards (writing into a linked file writes the old set)."""
+    cur = out_dir / set_name
+    for name in entries:
+        path = out_dir / name
+        src = cur / name if _is_our_link(path, set_link(set_name, name)) or not os.path.lexists(path) else path
+        if os.path.lexists(src):
+            _link_copy(src, into / name)
+
+
 def _adopt_legacy(out_dir: Path, entries: dict[str, bool], set_name: str) -> None:
     """A set written before sets had their folder (regular files at OUT/report.json ...) becomes the
     current set folder first, by hard links, and each name then our symlink to the same content: readers
@@ -292,10 +327,7 @@ def _adopt_legacy(out_dir: Path, entries: dict[str, bool], set_name: str) -> Non
     cur = out_dir / set_name
     view = staging_dir(out_dir, set_name)
     try:
-        for name in entries:  # what a reader sees now, entry by entry
-            src = out_dir / name if name in legacy else cur / name
-            if os.path.lexists(src):
-                _link_copy(src, view / name)
+        copy_visible(out_dir, entries, set_name, view)
         _remove(_swap_in(view, cur))
     except BaseException:
         _remove(view)
@@ -324,6 +356,49 @@ def publish_set(stage: Path, out_dir: Path, entries: dict[str, bool], set_name: 
                     _remove(out_dir / name)
         raise
     _remove(old)
+
+
+def _identity(out_dir: Path, entries: dict[str, bool], set_name: str) -> tuple:
+    """Which set a reader sees now: the set folder's and each name's inode (a switch changes the folder's)."""
+    ids = []
+    for name in (set_name, *entries):
+        try:
+            st = os.lstat(out_dir / name)
+            ids.append((st.st_dev, st.st_ino))
+        except OSError:
+            ids.append(None)
+    return tuple(ids)
+
+
+@contextmanager
+def replacing_set(out_dir: Path, entries: dict[str, bool], set_name: str, from_current: bool = False,
+                  what: str = "--out") -> Iterator[Path]:
+    """A fresh staging folder to write a whole set into; when the block ends without an error the set is
+    switched in at out_dir/set_name (publish_set) and the old one removed; on any error or kill the
+    previous set stays exactly as it was. from_current: the staging folder starts as a copy (hard links) of
+    the current set, for a writer that adds to it (`harness reduce`): only whole-file renames (atomic_write)
+    and unlinks may change it; if another writer switched a set in meanwhile, nothing is switched
+    (one UserError line). A disk problem is one UserError line."""
+    ensure_dir(out_dir, what)
+    check_set_place(out_dir, entries, set_name)
+    sweep_stale(out_dir, set_name)  # what a writer killed while rendering left
+    try:
+        stage = staging_dir(out_dir, set_name)
+    except OSError as exc:
+        raise disk_error(exc, any_errno=True) from None
+    try:
+        before = _identity(out_dir, entries, set_name)
+        if from_current:
+            copy_visible(out_dir, entries, set_name, stage)
+        yield stage
+        if from_current and _identity(out_dir, entries, set_name) != before:
+            raise UserError(f"{out_dir}: another command replaced the outputs there while this one wrote; "
+                            "nothing was changed: run it again")
+        publish_set(stage, out_dir, entries, set_name)
+    except OSError as exc:
+        raise disk_error(exc, any_errno=True) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)  # what is left of it: nothing after a switch
 
 
 def folder_from_env(var: str, default: Path) -> Path:

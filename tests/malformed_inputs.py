@@ -294,6 +294,32 @@ _add("bisect: --from-report wrong shape", (["bisect", "--from-report", "{F}", "-
 _add("bisect: --subdir leaving the repository", _bisect(SHARD, "--commits", "--repo", "{T}", "--subdir", "../x"),
      "name a folder inside --repo")
 
+# --- numbers longer than Python converts (4300 digits): bad input wherever the number is parsed ----------
+_DIGITS = "0." + "9" * 5000
+_add("matrix: a pin of 5000 digits", _matrix(f"include:\n  - {{name: a-cpu, pins: {{jax: '{_DIGITS}'}}}}\n"), "more than 4300 digits")
+_add("results: a pin of 5000 digits", _results(_report_call(), start={**_START, "pins": {"jax": _DIGITS}}), "more than 4300 digits")
+_add("bisect: --good of 5000 digits", _bisect(SHARD, "--good", _DIGITS), "more than 4300 digits")
+_add("bisect: --from-report with a pin of 5000 digits",
+     (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", SHARD, "--good", "0.5.3"],
+      {"r.json": json.dumps(_report_with(cells__0__pins={"jax": _DIGITS}, cases__0__id=SHARD)).encode()}),
+     "more than 4300 digits")
+
+# --- a path longer than the file system takes (ENAMETOOLONG), for every kind of path option -------------
+_LONG = "{T}/" + "x" * 5000
+_add("validate: a file name of 5000 characters", (["validate", _LONG], {}), "File name too long")
+_add("matrix: --matrix of 5000 characters", (["matrix", "--matrix", _LONG], {}), "File name too long")
+_add("report: a results path of 5000 characters", (["report", _LONG, "--out", "{T}/o"], {}), "File name too long")
+_add("history: --out of 5000 characters", (["history", "{F}", "--out", _LONG], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
+     "File name too long")
+_add("diff: --markdown of 5000 characters", (["diff", "{F}", "{F}", "--markdown", _LONG], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
+     "File name too long")
+_add("reduce: a script path of 5000 characters", (["reduce", _LONG], {}), "File name too long")
+
+# --- news --repo: what gh gets as --repo=VALUE is OWNER/NAME, never an option or a path ------------------
+for _repo in ("--help", "-R", "o/r --title x", "../../x", "https://github.com/o/r", "o/r\n"):
+    _add(f"news: --repo {_repo!r}", (["news", "{F}", "{F}", "--dry-run", f"--repo={_repo}", "--out", "{T}/n"],
+                                     {"r.json": json.dumps(_GOOD_REPORT).encode()}), "give OWNER/NAME")
+
 # --- ambiguous options (issue 31): refused in one line, never a silent choice --------------------------
 _JAX_TREE = {"pyproject.toml": b'[project]\nname = "jax"\nversion = "0.6.0"\n', "jax/__init__.py": b"",
              "jax/version.py": b'_version = "0.6.0"\n'}
@@ -308,6 +334,8 @@ _add("run: --with gives a package a source and a version", (["run", "--sweep", "
 _add("run: --pair for a package the cell lacks", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--pair",
                                                    "torch==2.0.0", "--build-only", "--out", "{T}/o"], _JAX_TREE),
      "has no torch")
+_add("run: --cell twice", (["run", "--cell", "jax060-cpu", "--cell", "jax060-cpu", "--build-only", "--out", "{T}/o"], {}),
+     "given more than once")
 _add("run: --pair twice", (["run", "--cell", "jax060-cpu", "--with", "jax={T}", "--pair", "jaxlib==0.6.0", "--pair",
                             "jaxlib==0.6.1", "--build-only", "--out", "{T}/o"], _JAX_TREE), "names jaxlib twice")
 

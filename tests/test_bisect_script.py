@@ -58,6 +58,19 @@ def test_the_script_runs_isolated_from_this_checkout(prober, tmp_path):
     assert ans.answer == GOOD, ans.message
 
 
+def test_the_callers_environment_reaches_a_script_probe_only_through_the_allow_list(prober, monkeypatch):
+    """As a cell's pytest: XLA_FLAGS, JAX_*, LD_PRELOAD of the caller's shell are not the probe's; the
+    cell's own variables (its matrix's env) and the allow-listed ones are."""
+    monkeypatch.setenv("XLA_FLAGS", "--from-the-caller")
+    monkeypatch.setenv("JAX_ENABLE_X64", "1")
+    monkeypatch.setenv("SOME_TOKEN", "secret")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    body = ("import os\nleaked = [k for k in ('XLA_FLAGS', 'JAX_ENABLE_X64', 'SOME_TOKEN') if k in os.environ]\n"
+            "assert not leaked, leaked\nassert os.environ.get('LANG') == 'C.UTF-8'\nprint('clean')\n")
+    ans = prober(body).probe("0.6.0")
+    assert ans.answer == GOOD, ans.message
+
+
 def test_an_edited_script_is_probed_again(prober):
     p = prober("print('ok')\n")
     assert p.probe("0.6.0").answer == GOOD

@@ -339,3 +339,42 @@ def test_a_commit_bisection_writes_the_issue_form_too(tmp_path, monkeypatch, cap
     assert first.startswith("# test_double fails on seamtoy ") and f"since seamtoy commit {toy.first_parent[5][:12]}" in first
     assert "### Bisection" in issue and f"first bad commit: {toy.first_parent[5]}" in issue
     assert str(tmp_path) not in issue and "--repo '<repository checkout>'" in issue
+
+
+def test_bisect_reports_are_one_set_an_earlier_ones_are_gone_and_a_symlink_is_refused_before_probing(
+        tmp_path, monkeypatch, capsys):
+    """Issue 31: bisect.md, bisect-commits.md and issue.md are switched into --out as one set (links into
+    bisect-set/, as the report set): a commit bisection into the folder of an earlier release bisection
+    leaves no bisect.md of that one; a symlink where a report goes is refused in one line before any probe,
+    the file it points to untouched; --markdown naming one of the set's names is refused too."""
+    from harness.bisect.cli import BISECT_SET
+
+    toy = make_toy_repo(tmp_path / "repo", bad_at=5, broken_at=(), merge_at=3)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "bisect.md").write_text("an earlier release bisection's report")  # an earlier version's, in place
+    monkeypatch.setattr(Prober, "_run_test", _fake_truth(toy, 5, set()))
+    rc, _out = _bisect_in_process(toy, tmp_path, monkeypatch, capsys)
+    assert rc == 0
+    assert not (out / "bisect.md").exists(), "the earlier bisection's report is gone with its set"
+    assert os.readlink(out / "bisect-commits.md") == f"{BISECT_SET}/bisect-commits.md"
+    assert "first bad commit" in (out / "bisect-commits.md").read_text() and (out / "issue.md").is_file()
+
+    precious = tmp_path / "precious"
+    precious.write_text("keep me")
+    (out / "issue.md").unlink()
+    (out / "issue.md").symlink_to(precious)
+
+    def boom(*_a):
+        raise AssertionError("probed before the outputs were checked")
+    monkeypatch.setattr(Prober, "_run_test", boom)
+    argv = ["bisect", CASE, "--commits", "--repo", str(toy.path), "--package", "seamtoy", "--good", "1.0.0",
+            "--bad", "1.1.0", "--out", str(out)]
+    other = tmp_path / "other"
+    for extra, says in (([], "issue.md: is a symlink"),
+                        (["--out", str(other), "--markdown", str(other / "bisect.md")], "is one of the reports")):
+        capsys.readouterr()
+        rc = main([*argv, *extra])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and says in err[0], err
+        assert precious.read_text() == "keep me"

@@ -18,6 +18,7 @@ import copy
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,9 @@ PAYLOADS = [
     f"--script=/bin/sh -c '{_SH}'", "--script=PROGRAM", "-p", "--rootdir=/", "--help", "-", "--",
     f"\n```\n{_SH}\n```\n", f"\n```sh\n{_SH}\n```\n", f"</summary></details>\n\n```sh\n{_SH}\n```\n",
     f"</script><script>{_PY}</script>", f"<!-- {_SH}", "\ud800", "\x1b]0;x\x07\x1b[2J",
+    # Markdown and HTML that would be a link, an image or a tag in a rendered page or filed issue
+    f"![x](https://{CANARY}.invalid/p.png)", f"[x](javascript:{CANARY})", f'<img src="https://{CANARY}.invalid/p.png">',
+    f"<a href='{CANARY}'>x</a>", f"[x]: https://{CANARY}.invalid\n[x]", f"<https://{CANARY}.invalid>",
 ]
 hostile = st.one_of(
     st.builds(lambda a, p, b: a + p + b, st.text(max_size=3), st.sampled_from(PAYLOADS), st.text(max_size=3)),
@@ -112,8 +116,8 @@ def put(doc: Any, path: tuple, value: Any) -> None:
             return
         doc[0] = doc[0] if isinstance(doc[0], dict) else {}
         return put(doc[0], rest, value)
-    if head == VALUE:
-        head = next(iter(doc), None) or "jax"
+    if head == VALUE:  # a record keeps its $report_type here too
+        head = next((k for k in doc if not k.startswith("$")), None) or "jax"
     if not rest:
         doc[head] = value
         return
@@ -210,8 +214,24 @@ class Scratch:
                        timeout=60, env={"PATH": str(self.stubs), "HOME": str(self.cwd)})
         script.unlink()
 
+    @staticmethod
+    def check_markup(text: str) -> None:
+        """By rendering: no link, image or HTML tag in the Markdown carries a value from the input (the
+        canary): a value is text, never `[x](URL)`, `![x](URL)`, `<img ...>` or `<https://...>`."""
+        for tok in MarkdownIt("commonmark").parse(text):
+            if tok.type == "html_block":
+                assert not re.search(rf"<[A-Za-z][^>]*{CANARY}", tok.content), tok.content
+            for child in tok.children or []:
+                if child.type in ("link_open", "image"):
+                    target = str(child.attrs.get("href") or child.attrs.get("src") or "")
+                    assert CANARY not in target and not target.lower().startswith("javascript:"), target
+                elif child.type == "html_inline":
+                    assert not re.search(rf"<[A-Za-z][^>]*{CANARY}", child.content), child.content
+
     def run_markdown(self, text: str) -> None:
-        """Every ```sh block with bash and every ```python block with python, as a reader pasting them would."""
+        """Every ```sh block with bash and every ```python block with python, as a reader pasting them would;
+        and no link, image or tag from the input (check_markup)."""
+        self.check_markup(text)
         for tok in MarkdownIt().parse(text):
             if tok.type != "fence":
                 continue
@@ -278,6 +298,8 @@ def test_a_hostile_results_field_never_runs(field, value, with_known_issue, seco
             s.run_python(script)
         for md in sorted((s.out / "repro").glob("*.md")):
             s.run_markdown(md.read_text(encoding="utf-8", errors="surrogateescape"))
+        if (s.out / "report.md").is_file():
+            s.check_markup((s.out / "report.md").read_text(encoding="utf-8", errors="surrogateescape"))
         s.check(before)
     finally:
         s.close()

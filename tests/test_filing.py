@@ -125,8 +125,8 @@ def test_second_run_updates_never_duplicates(tmp_path):
     calls = [json.loads(line) for line in (tmp_path / "calls.log").read_text().splitlines()]
     assert sum(c[:2] == ["issue", "create"] for c in calls) == 3
     assert sum(c[:2] == ["issue", "edit"] for c in calls) == 3
-    assert all(c[-2:] == ["--repo", "o/r"] for c in calls)
-    assert ["issue", "reopen", "1", "--repo", "o/r"] in calls
+    assert all(c[-1] == "--repo=o/r" for c in calls)  # --opt=VALUE: a value never read as an option
+    assert ["issue", "reopen", "1", "--repo=o/r"] in calls
 
 
 def test_without_gh_it_says_so_in_one_line(tmp_path):
@@ -236,6 +236,10 @@ def test_a_night_built_from_source_is_bisected_over_its_commits(tmp_path, monkey
     old, new = _source_night(1, "a" * 40, {A: "pass"}), _source_night(2, "b" * 40, {A: "fail"})
     assert filing.commit_bounds(old, new, "jaxlatest-cpu")[:3] == ("jax", "a" * 40, "b" * 40)
     item = {"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}
+    # issue 31: the repository recorded in the report is data; it is used only where matrices/ declares it
+    md = filing.bisect_item(item, old, new, budget_s=30, out=tmp_path)
+    assert not seen and md.startswith("Not bisected: the report says which repository jax was built from")
+    monkeypatch.setattr(filing, "_declared_location", lambda cell, pkg: "/src/jax" if (cell, pkg) == ("jaxlatest-cpu", "jax") else None)
     filing.bisect_item(item, old, new, budget_s=30, out=tmp_path)
     argv = seen[-1]
     at = argv.index("--commits")

@@ -272,3 +272,25 @@ def test_a_harness_process_started_with_a_cgroup_joins_it_before_it_starts_anyth
         proc.wait()
         cg.remove()
     assert not cg.path.exists()
+
+
+def test_a_stale_seams_cgroup_in_the_callers_shell_makes_or_overwrites_no_file(tmp_path):
+    """SEAMS_CGROUP and SEAMS_LIFELINE_FD are the harness's hand-offs to its own children (issue 31): one in
+    the caller's shell never reaches a cell (not allow-listed), and neither the harness nor the launcher
+    creates or writes a file for one that is not an existing cgroup the harness made (`seams-TOKEN`)."""
+    from harness import lifeline
+    from harness.cells.startup_env import is_allowed
+
+    assert not is_allowed("SEAMS_CGROUP") and not is_allowed("SEAMS_LIFELINE_FD") and is_allowed("SEAMS_TIMEOUT")
+    plain, named = tmp_path / "somewhere", tmp_path / "seams-stale"
+    plain.mkdir()
+    named.mkdir()
+    (named / "cgroup.kill").write_text("")  # an ordinary file where a cgroup's would be: not a cgroup
+    for where in (plain, named, "relative"):
+        env = {**os.environ, "SEAMS_CGROUP": str(where), "SEAMS_NO_CGROUP": "1", "PYTHONPATH": str(REPO)}
+        subprocess.run([sys.executable, "-m", "harness", "matrix", "--format", "names"], cwd=tmp_path, env=env,
+                       capture_output=True, timeout=120, check=True)
+        subprocess.run(lifeline.wrap([sys.executable, "-c", "pass"]), cwd=tmp_path, env=env, capture_output=True,
+                       timeout=60, check=True)
+    assert sorted(p.name for p in plain.iterdir()) == [] and sorted(p.name for p in named.iterdir()) == ["cgroup.kill"]
+    assert not (tmp_path / "relative").exists()

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,10 +47,10 @@ def _snapshot(out: Path) -> dict[str, bytes]:
     return snap
 
 
-def _visible(out: Path) -> dict[str, bytes]:
+def _visible(out: Path, entries: dict[str, bool] = SET_ENTRIES) -> dict[str, bytes]:
     """What a reader sees through the names it uses (out/report.json, out/repro/...), symlinks followed."""
     seen = {}
-    for name in SET_ENTRIES:
+    for name in entries:
         path = out / name
         if path.is_dir():
             seen.update({f"{name}/{p.relative_to(path)}": p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()})
@@ -108,10 +109,11 @@ def test_a_failure_while_rendering_leaves_the_previous_set_as_it_was(tmp_path, o
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
-def _killed_at(n: int, argv: list[str], exchange: bool) -> int | None:
-    """Run `harness report argv` in a forked child that SIGKILLs itself just before its n-th call that can
-    change a file system (an audit event: open for writing, rename, unlink, mkdir, symlink, link, rmtree,
-    a ctypes call such as renameat2); None if it got that far, else the exit status it finished with."""
+def _killed_at(n: int, argv: list[str] | Callable[[], int], exchange: bool) -> int | None:
+    """Run `harness argv` (or the function argv) in a forked child that SIGKILLs itself just before its n-th
+    call that can change a file system (an audit event: open for writing, rename, unlink, mkdir, symlink,
+    link, rmtree, a ctypes call such as renameat2); None if it got that far, else the exit status it
+    finished with."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         try:
@@ -139,7 +141,7 @@ def _killed_at(n: int, argv: list[str], exchange: bool) -> int | None:
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             sys.addaudithook(hook)
-            rc = main(argv)
+            rc = argv() if callable(argv) else main(argv)
         except BaseException:  # noqa: BLE001 - a forked child must never unwind into pytest
             rc = 99
         os._exit(rc)
@@ -165,40 +167,167 @@ def test_a_kill_at_any_step_of_report_leaves_the_old_set_or_the_new_one_never_a_
         shutil.copytree(tmp_path / "legacy", template)
     if start == "none":
         template.mkdir()
-    old = _visible(template)
     argv = _inputs(tmp_path, "b", "pass")
 
+    states = _kill_at_every_step(tmp_path, template, lambda out: [*argv, "--out", str(out)], SET_ENTRIES, exchange)
+    new = states.pop()
+    assert not any(k.startswith("repro/") for k in new)
+    print(f"{start}, exchange={exchange}: killed at {len(states)} steps: {states}")
+
+
+def _kill_at_every_step(tmp_path: Path, template: Path, command: Callable[[Path], list[str] | Callable[[], int]],
+                        entries: dict[str, bool], exchange: bool, rc_done: int = 0) -> list:
+    """Kill `command(out)` (harness argv, or a function) on a copy of template before each of its calls that
+    can change a file system, in turn, every one until it finishes: what a reader sees through the names of
+    `entries` is exactly the previous set or exactly the new one (with no RENAME_EXCHANGE, also possibly
+    none, the old kept aside), and the next run leaves the new set and no leftover of the killed one.
+    Returns the state after each kill ("old", "new", "none"), then what the new set holds."""
+    old = _visible(template, entries)
     reference = tmp_path / "reference"
     shutil.copytree(template, reference, symlinks=True)
-    assert _killed_at(10**9, [*argv, "--out", str(reference)], exchange) == 0
-    new = _norm(_visible(reference))
-    assert new and new != _norm(old) and not any(k.startswith("repro/") for k in new)
+    assert _killed_at(10**9, command(reference), exchange) == rc_done
+    new = _norm(_visible(reference, entries))
+    assert new and new != _norm(old)
 
     allowed = {"old": _norm(old), "new": new, **({} if exchange else {"none": {}})}
     states = []
     for n in range(1, 400):
         out = tmp_path / f"k{n}"
         shutil.copytree(template, out, symlinks=True)
-        rc = _killed_at(n, [*argv, "--out", str(out)], exchange)
+        rc = _killed_at(n, command(out), exchange)
         if rc is not None:  # it finished before its n-th call: every step has been killed once
-            assert rc == 0 and _norm(_visible(out)) == new
+            assert rc == rc_done and _norm(_visible(out, entries)) == new
             break
-        seen = _norm(_visible(out))
+        seen = _norm(_visible(out, entries))
         state = next((k for k, v in allowed.items() if v == seen), None)
         assert state is not None, f"killed at step {n}: a mix of sets: {sorted(seen)}"
-        if n % 3 == 0 or not states or state != states[-1]:  # the next report recovers (a third of the steps:
+        if n % 3 == 0 or not states or state != states[-1]:  # the next run recovers (a third of the steps:
             # CI time; every step where the state changed)
-            assert _killed_at(10**9, [*argv, "--out", str(out)], exchange) == 0, f"the report after a kill at step {n}"
-            assert _norm(_visible(out)) == new
+            assert _killed_at(10**9, command(out), exchange) == rc_done, f"the run after a kill at step {n}"
+            assert _norm(_visible(out, entries)) == new
             assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")], f"left over after a kill at step {n}"
         states.append(state)
         shutil.rmtree(out)
     else:
-        pytest.fail("the report never finished")
-    print(f"{start}, exchange={exchange}: killed at {len(states)} steps: {states}")
+        pytest.fail("the command never finished")
     # The kills covered both sides of the switch: the old set until it, the new one after.
     assert states[0] in ("old", "none") and states[-1] == "new", states
     assert states.count("new") >= 1 and sorted(set(states)) == sorted(set(states) & set(allowed))
+    return [*states, new]
+
+
+def _nights(tmp_path: Path) -> list[str]:
+    """Four past report.json files (tests/test_history.py's nights)."""
+    import json
+
+    from tests.test_history import NIGHTS
+
+    paths = []
+    for i, night in enumerate(NIGHTS):
+        path = tmp_path / f"night{i}.json"
+        path.write_text(json.dumps(night))
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize("start,exchange", [("set", True), ("set", False), ("legacy", True)])
+def test_a_kill_at_any_step_of_history_leaves_the_old_page_set_or_the_new_one(tmp_path, start, exchange):
+    """`harness history` switches its page folder (history.json, history.md, report.html) in whole, like
+    the report set: killed before any of its file system calls, the pages a reader sees are all the old
+    ones or all the new ones; an earlier version's pages (regular files) are adopted, then replaced."""
+    from harness.report.history import HISTORY_ENTRIES, HISTORY_SET
+
+    nights = _nights(tmp_path)
+    template = tmp_path / "template"
+    assert main(["history", *nights[:2], "--out", str(template)]) == 0
+    if start == "legacy":  # an earlier version wrote the pages in place, as regular files
+        for name in HISTORY_ENTRIES:
+            target = (template / name).resolve()
+            (template / name).unlink()
+            shutil.copy(target, template / name)
+        shutil.rmtree(template / HISTORY_SET)
+    states = _kill_at_every_step(tmp_path, template, lambda out: ["history", *nights, "--out", str(out)],
+                                 HISTORY_ENTRIES, exchange)
+    print(f"history from {start}, exchange={exchange}: killed at {len(states) - 1} steps: {states[:-1]}")
+
+
+def _reduced_set(tmp_path: Path, out: Path, reduced: dict[str, str | None], merge: bool = True) -> Callable[[], int]:
+    """What `harness reduce` does once its scripts are reduced: write_reductions for the report set in out,
+    `reduced` saying, per repro script (by its index in name order), the reduced text or None (refused)."""
+    from harness.reduce.batch import Job, Outcome, recover_set, sorted_jobs, write_reductions
+
+    def run() -> int:
+        recover_set(out / "repro" / "any.py")  # what `harness reduce` does first
+        scripts = [p for p in sorted((out / "repro").glob("*.py")) if not p.name.endswith(".min.py")]
+        jobs = sorted_jobs([Job(out / "repro" / p.name, "jax060-cpu") for p in scripts])
+        order = [p.name for p in scripts]
+        outcomes = []
+        for job in jobs:
+            text = reduced.get(str(order.index(job.script.name)))
+            source = job.script.read_text()
+            outcomes.append(Outcome(job.script.name, job.cell, len(source.splitlines()), text=text, source=source,
+                                    lines_after=None if text is None else len(text.splitlines()),
+                                    refused=None if text is not None else "does not fail"))
+        write_reductions(jobs, outcomes, merge=merge, say=lambda _m: None)
+        return 0
+    return run
+
+
+@pytest.mark.parametrize("start,exchange", [("set", True), ("set", False), ("legacy", True)])
+def test_a_kill_at_any_step_of_reduce_leaves_the_old_repro_set_or_the_new_one(tmp_path, start, exchange):
+    """`harness reduce` adds CASE.min.py, reduce.json and the CASE.md showing it as a new report set, switched
+    in whole: killed before any of its file system calls, a reader sees the old set or the new one; a script
+    reduced again and refused loses its earlier CASE.min.py (and its CASE.md the reduced script)."""
+    template = tmp_path / "template"
+    assert _report(tmp_path, "a", "fail", template) == 1
+    assert _reduced_set(tmp_path, template, {"0": "raise SystemExit('first, reduced')\n"})() == 0
+    first = sorted(p.name for p in (template / "repro").iterdir())
+    assert len([n for n in first if n.endswith(".min.py")]) == 1 and "reduce.json" in first
+    if start == "legacy":
+        shutil.copytree(template / SET_DIR, tmp_path / "legacy")
+        shutil.rmtree(template)
+        shutil.copytree(tmp_path / "legacy", template)
+    states = _kill_at_every_step(tmp_path, template, lambda out: _reduced_set(
+        tmp_path, out, {"0": None, "1": "raise SystemExit('second, reduced')\n"}), SET_ENTRIES, exchange)
+    new = states.pop()
+    mins = [k for k in new if k.endswith(".min.py")]
+    assert len(mins) == 1 and new[mins[0]] == b"raise SystemExit('second, reduced')\n", "the first one's is gone"
+    md = {k: v for k, v in new.items() if k.endswith(".md")}
+    assert sum(b"second, reduced" in v for v in md.values()) == 1 and not any(b"first, reduced" in v for v in md.values())
+    print(f"reduce from {start}, exchange={exchange}: killed at {len(states)} steps: {states}")
+
+
+def test_reduce_writes_into_the_set_never_through_a_symlink_and_not_over_a_newer_report(tmp_path, capsys):
+    """A symlink where CASE.min.py goes is replaced in the new set, not followed; a report that replaced
+    the set while reduce ran is kept, reduce saying so in one line."""
+    from harness.errors import UserError
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere.py"
+    assert _report(tmp_path, "a", "fail", out) == 1
+    elsewhere.write_text("not the harness's")
+    name = sorted(p.name for p in (out / "repro").glob("*.py"))[0]
+    small = name.removesuffix(".py") + ".min.py"
+    (out / SET_DIR / "repro" / small).symlink_to(elsewhere)
+    assert _reduced_set(tmp_path, out, {"0": "raise SystemExit(1)\n"})() == 0
+    assert elsewhere.read_text() == "not the harness's"
+    assert (out / "repro" / small).read_text() == "raise SystemExit(1)\n"
+    assert not (out / SET_DIR / "repro" / small).is_symlink()
+
+    run = _reduced_set(tmp_path, out, {"0": "raise SystemExit(2)\n"})
+    from harness import safeio as s
+
+    real = s.copy_visible
+
+    def a_report_lands_meanwhile(*args, **kwargs):
+        real(*args, **kwargs)
+        assert _report(tmp_path, "b", "pass", out) == 0
+    s.copy_visible = a_report_lands_meanwhile
+    try:
+        with pytest.raises(UserError, match="replaced the outputs there"):
+            run()
+    finally:
+        s.copy_visible = real
+    assert list((out / "repro").iterdir()) == [], "the newer report is kept"
 
 
 @pytest.mark.parametrize("what", ["symlink-dir", "symlink-file", "file", "fifo", "symlink-set", "file-set",
@@ -247,3 +376,29 @@ def test_a_leftover_of_a_live_report_is_kept_and_of_a_dead_one_removed(tmp_path)
     (dead / "link").symlink_to(tmp_path)  # removed without following
     assert _report(tmp_path, "a", "fail", out) == 1
     assert live.is_dir() and not dead.exists() and tmp_path.is_dir()
+
+
+def test_reduce_refuses_a_symlink_where_its_outputs_go_before_reducing_anything(tmp_path, capsys, monkeypatch):
+    """A symlink in the set's place (here OUT/report.md pointing elsewhere), or where CASE.min.py goes beside a
+    script outside any report: one line, exit 2, before the first candidate runs (reductions take hours)."""
+    import harness.reduce.batch as batch
+
+    def never(*_a, **_k):
+        raise AssertionError("reduced before the outputs were checked")
+    monkeypatch.setattr(batch, "reduce_jobs", never)
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere.md"
+    assert _report(tmp_path, "a", "fail", out) == 1
+    elsewhere.write_text("not the harness's")
+    script = sorted((out / "repro").glob("*.py"))[0]
+    (out / "report.md").unlink()
+    (out / "report.md").symlink_to(elsewhere)
+    loose = tmp_path / "loose" / script.name
+    loose.parent.mkdir()
+    loose.write_text(script.read_text())
+    (loose.parent / (script.name.removesuffix(".py") + ".min.py")).symlink_to(elsewhere)
+    for target, says in ((script, "report.md: is a symlink"), (loose, ".min.py: is a symlink")):
+        capsys.readouterr()
+        assert main(["reduce", str(target), "--passes-in", "jax053-cpu"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and says in err[0], err
+    assert elsewhere.read_text() == "not the harness's"

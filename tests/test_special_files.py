@@ -139,3 +139,32 @@ def test_a_cells_log_is_replaced_whole_never_truncated_in_place(tmp_path):
     assert (tmp_path / "kept").read_text() == "the previous run's log\n"
     assert "the previous run's log" not in (logs / "host-cpu.log").read_text()
     assert not [p for p in logs.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", ["history.json", "history.md", "report.html", "history-set"])
+def test_history_never_replaces_a_special_file_among_its_pages(tmp_path, kind, name, capsys):
+    """`harness history` switches its pages in as a set (issue 31): a special file or a foreign symlink at
+    any of its names, or at the set folder, is one line before anything is written, never followed."""
+    import json
+
+    from harness.cli import main
+    from tests.test_history import NIGHTS
+
+    nights = []
+    for i, night in enumerate(NIGHTS[:2]):
+        nights.append(tmp_path / f"n{i}.json")
+        nights[-1].write_text(json.dumps(night))
+    out = tmp_path / "out"
+    out.mkdir()
+    if kind == "folder" and name == "history-set":
+        kind = "fifo"  # a real folder is where the set goes
+    _special(kind, out / name, tmp_path)
+    before = sorted((p.name, os.lstat(p).st_ino) for p in out.iterdir())
+    capsys.readouterr()
+    assert main(["history", *map(str, nights), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{name}: is a" in err[0], err
+    assert sorted((p.name, os.lstat(p).st_ino) for p in out.iterdir()) == before, "left as it was"
+    if kind == "symlink-out":
+        assert (tmp_path / "precious").read_text() == "keep me"

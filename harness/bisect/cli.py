@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -175,6 +176,7 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     from harness.safeio import check_writable
 
     check_writable(args.out)  # a read-only or file --out: one line, before the first probe
+    _check_outputs(args)  # a symlink or FIFO where a report goes: one line now, not after hours of probes
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     prober = Prober(base, package, args.test_id, _regress(args.regress), held, args.out / "probes",
                     script=args.script, log=log)
@@ -194,13 +196,9 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     answers = list(prober.answers.values())
     print(render(summary, answers, first_bad_cell, markdown=False))
     md = render(summary, answers, first_bad_cell, markdown=True)
-    (args.out / "bisect.md").write_text(md)
     since = f"{package} {summary['first_bad']} (last good {summary['last_good']})" if summary.get("first_bad") else None
     issue = _issue_markdown(summary, first_bad_cell, md, since)
-    if issue:
-        (args.out / "issue.md").write_text(issue)
-    if args.markdown:
-        args.markdown.write_text(md)
+    _write_outputs(args, {"bisect.md": md, "issue.md": issue}, md)
     if args.to_commit and summary.get("first_bad"):
         log(f"going on into the commits between {package} {summary['last_good']} and {summary['first_bad']}")
         return _cmd_commits(args, summary["last_good"], summary["first_bad"], append=True)
@@ -219,6 +217,7 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
     if not args.repo:
         raise UserError("--commits needs --repo PATH_OR_URL (the package's git repository)")
     check_writable(args.out)
+    _check_outputs(args)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     kw = dict(package=canonicalize_name(args.package or "jax"), base=_base_cell(args), pair=parse_pair(args.pair),
               test_id=args.test_id, regress=_regress(args.regress), held=held_pins(args.held),
@@ -230,15 +229,46 @@ def _cmd_commits(args: argparse.Namespace, good_ref: str, bad_ref: str, append: 
                     "command": shown_command(sys.argv[1:])})
     print(render_commits(summary, answers, commits, markdown=False))
     md = render_commits(summary, answers, commits, markdown=True)
-    (args.out / "bisect-commits.md").write_text(md)
     fb = commits.get(summary.get("first_bad") or "")
     since = f"{canonicalize_name(args.package or 'jax')} commit {fb.short} ({fb.date[:10]}; last good {summary['last_good'][:12]})" if fb else None
-    issue = _issue_markdown(summary, first_bad_cell, md, since)
-    if issue:  # the one issue form, as after a release bisection
-        (args.out / "issue.md").write_text(issue)
-    if args.markdown:
-        args.markdown.write_text((args.markdown.read_text() + "\n" if append and args.markdown.exists() else "") + md)
+    issue = _issue_markdown(summary, first_bad_cell, md, since)  # the one issue form, as after a release bisection
+    _write_outputs(args, {"bisect-commits.md": md, **({"issue.md": issue} if issue or not append else {})}, md, append)
     return 0 if summary.get("first_bad") else 1
+
+
+# bisect's reports in --out: these names, each a link into BISECT_SET, switched in as one set like the
+# report set (harness.safeio.replacing_set): a report of an earlier bisection that this one does not write
+# (its issue.md, a bisect-commits.md) is gone with it. name -> is a folder.
+BISECT_SET = "bisect-set"
+BISECT_ENTRIES = {"bisect.md": False, "bisect-commits.md": False, "issue.md": False}
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """UserError (one line) for a symlink or special file where a report goes, before any probe runs."""
+    from harness.safeio import check_set_place, refuse_special
+
+    check_set_place(args.out, BISECT_ENTRIES, BISECT_SET)
+    if args.markdown:
+        if any(os.path.abspath(args.markdown) == os.path.abspath(args.out / name) for name in (*BISECT_ENTRIES, BISECT_SET)):
+            raise UserError(f"--markdown {args.markdown}: is one of the reports bisect writes in --out; name another file")
+        refuse_special(args.markdown)
+
+
+def _write_outputs(args: argparse.Namespace, texts: dict[str, str | None], md: str, append: bool = False) -> None:
+    """The reports as a new set in --out (append: added to the current one, after --to-commit's release
+    bisection), and --markdown (append: after what the release bisection wrote there), each replaced whole."""
+    from harness.safeio import atomic_write, refuse_special, replacing_set
+
+    with replacing_set(args.out, BISECT_ENTRIES, BISECT_SET, from_current=append) as stage:
+        for name, text in texts.items():
+            if text:
+                atomic_write(stage / name, text)
+            elif (stage / name).is_file():
+                (stage / name).unlink()
+    if args.markdown:
+        refuse_special(args.markdown)
+        before = args.markdown.read_text() + "\n" if append and args.markdown.is_file() else ""
+        atomic_write(args.markdown, before + md)
 
 
 def _target(args: argparse.Namespace) -> str:
@@ -253,7 +283,7 @@ def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: st
     """issue.md: the first bad version's result in the one issue form (harness.report.issue_body),
     titled with what broke and since when, with this bisection and the standalone script (the one
     bisected, or the case's exported one)."""
-    from harness.report.issue_body import title
+    from harness.report.issue_body import md_line, title
     from harness.report.repro import repro_markdown, script_for
 
     fb = summary.get("first_bad_answer")
@@ -267,7 +297,7 @@ def _issue_markdown(summary: dict, first_bad_cell: Cell | None, bisection_md: st
     script = summary.get("script_text") or script_for(case, cell, result)
     name = str((summary.get("script") or ["repro.py"])[0]).rsplit("/", 1)[-1] if summary.get("script_text") else "repro.py"
     body = repro_markdown(case, cell, result, script, name, bisection=bisection_md, appendix=False)
-    return f"# {title(case or name, cell, result, since)}\n\n{body}"
+    return f"# {md_line(title(case or name, cell, result, since))}\n\n{body}"
 
 
 def _script_text(script: list[str] | None) -> str | None:

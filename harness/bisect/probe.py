@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name
 from harness.bisect.search import BAD, GOOD, SKIP
 from harness.cells.releases import paired_pins
 from harness.cells.cell import Cell
+from harness.cells.startup_env import caller_env
 from harness.run.cellrun import run_cell
 from harness.incell.compat import API_ABSENT, NOT_IN_CELL
 from harness.cells.envs import EnvError, ensure_env
@@ -244,7 +245,9 @@ class Prober:
             env = ensure_env(cell)
         except EnvError as exc:
             return Answer(version, SKIP, "env-error", reason=exc.reason)
-        child = {**os.environ, **cell.run_env(), "SEAMS_PYTHON": str(env.python),
+        # The caller's variables through the cells' allow-list only (XLA_FLAGS, JAX_*, LD_PRELOAD in the
+        # caller's shell never reach a probe): the cell's own come from its matrix, as in run_cell.
+        child = {**caller_env(dict(os.environ))[0], **cell.run_env(), "SEAMS_PYTHON": str(env.python),
                  "PATH": f"{env.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(env.path)}
         token = uuid.uuid4().hex
         child.update(lifeline.owner_env(token))

@@ -41,9 +41,14 @@ _OUTER_PYTEST = frozenset({"PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER", "PYTEST
                            "PYTEST_XDIST_TESTRUNUID", "PYTEST_VERSION"})
 
 
+# The harness's own hand-offs to the processes it starts (which cgroup to join, which pipe is the lifeline):
+# set by the harness for each child, never taken from the caller's shell.
+HARNESS_HANDOFFS = frozenset({"SEAMS_CGROUP", "SEAMS_LIFELINE_FD"})
+
+
 def is_allowed(name: str) -> bool:
-    """True for a caller's variable a cell may see (CALLER_ALLOWED, LC_*, SEAMS_*)."""
-    return name in CALLER_ALLOWED or name.startswith(CALLER_ALLOWED_PREFIXES)
+    """True for a caller's variable a cell may see (CALLER_ALLOWED, LC_*, SEAMS_* but the hand-offs)."""
+    return (name in CALLER_ALLOWED or name.startswith(CALLER_ALLOWED_PREFIXES)) and name not in HARNESS_HANDOFFS
 
 
 def is_telling(name: str) -> bool:

@@ -15,6 +15,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -172,7 +173,7 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     moved = {pkg, "jaxlib"} if pkg == "jax" else ({pkg, "torch"} if pkg == "torch-xla" else {pkg})
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items() if k not in moved
             and k in ("jax", "jaxlib", "torch", "torch-xla", "torchax", "flax", "optax")]
-    md = out / "bisect.md"
+    md = out / "bisection.md"  # --markdown: the release and commit reports together (bisect.md is its set's)
     argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", f"--good={good}", f"--bad={bad}",
             f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if any(Version(v).is_prerelease or Version(v).is_devrelease for v in (good, bad)):
@@ -185,6 +186,15 @@ def bisect_item(item: dict[str, Any], old: dict[str, Any], new: dict[str, Any], 
     return _run_bisect(argv, pkg, good, bad, md, budget_s)
 
 
+def _declared_location(cell: str, pkg: str) -> str | None:
+    """Where matrices/*.yaml (trusted configuration) says the cell builds pkg from, if it does."""
+    from harness.cells.matrix import catalogue
+
+    found = [c for c in catalogue().cells if c.name == cell]
+    src = (found[0].sources.get(pkg) or found[0].sources.get(pkg.replace("-", "_")) or {}) if found else {}
+    return src.get("location") if isinstance(src, dict) else None
+
+
 def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str, str, str, dict[str, Any]],
                     regress: str, budget_s: int, out: Path, commits: dict[str, tuple[str, str]] | None) -> str:
     """A night built from source: bisect the commits between last night's SHA and tonight's, in the
@@ -193,14 +203,19 @@ def _bisect_commits(item: dict[str, Any], new: dict[str, Any], bounds: tuple[str
     configured = commit_args(pkg, commits=commits)
     if configured:
         repo_args = configured[1:]  # --repo R [--subdir S], without --to-commit
-    elif src.get("kind") == "git" or src.get("kind") == "path":
-        repo_args = [f"--repo={src.get('location') or ''}"] + ([f"--subdir={src['subdir']}"] if src.get("subdir") else [])
+    elif src.get("kind") in ("git", "path") and src.get("location") and src.get("location") == _declared_location(item["cell"], pkg):
+        repo_args = [f"--repo={src['location']}"] + ([f"--subdir={src['subdir']}"] if src.get("subdir") else [])
+    elif src.get("kind") in ("git", "path"):
+        # A commit bisection builds and runs the repository's code: where it comes from is configuration
+        # (--commits, SEAMS_REPO_*, matrices/), never a location recorded in a report, which is data.
+        return (f"Not bisected: the report says which repository {pkg} was built from, but a report is data: "
+                f"configure it (news --commits {pkg}=REPO, or the cell's source in matrices/).")
     else:
         return f"Not bisected: {pkg} was built from a source with no repository to search (configure --commits {pkg}=REPO)."
     held = [f"--with={k}=={v}" for k, v in _pins(new, item["cell"]).items()
             if k not in (pkg, "jaxlib") and k in ("torch", "torch-xla", "torchax", "flax", "optax")]
     pair = _pins(new, item["cell"]).get("jaxlib") if pkg == "jax" else None
-    md = out / "bisect.md"
+    md = out / "bisection.md"  # --markdown: the release and commit reports together (bisect.md is its set's)
     argv = [sys.executable, "-m", "harness", "bisect", f"--package={pkg}", "--commits", *repo_args,
             f"--good={good}", f"--bad={bad}", f"--regress={regress}", f"--out={out}", f"--markdown={md}", *held]
     if pair:
@@ -296,7 +311,7 @@ class Gh:
         self.repo, self.exe = repo, exe
 
     def _run(self, args: list[str]) -> str:
-        argv = [self.exe, *args] + (["--repo", self.repo] if self.repo else [])
+        argv = [self.exe, *args] + ([f"--repo={self.repo}"] if self.repo else [])  # a value never an option
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         except FileNotFoundError:
@@ -370,6 +385,10 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
     return len(items)
 
 
+# What gh takes as --repo: [HOST/]OWNER/NAME, GitHub's characters only (never an option, a path or a URL).
+_GH_REPO = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9.-]*/)?[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9_.][A-Za-z0-9_.-]*")
+
+
 def add_file_news_parser(sub: argparse._SubParsersAction) -> None:
     """Register `news`."""
     p = sub.add_parser("news", help="bisect each news item against the previous night and open/update one GitHub issue each",
@@ -395,6 +414,8 @@ def cmd_file_news(args: argparse.Namespace) -> int:
         raise UserError("--max and --budget must be >= 1")
     if not args.dry_run and not (shutil.which(os.environ.get("SEAMS_GH", "gh"))):
         raise UserError("gh (the GitHub CLI) is not on PATH; install it or use --dry-run")
+    if args.repo is not None and not _GH_REPO.fullmatch(args.repo):
+        raise UserError(f"--repo {args.repo!r}: give OWNER/NAME (or HOST/OWNER/NAME) of a GitHub repository")
     commits = parse_commits(args.commits)
     args.out.mkdir(parents=True, exist_ok=True)
     file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,

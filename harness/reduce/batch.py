@@ -9,6 +9,7 @@ is the contrast every kept candidate must pass in. Figures go to repro/reduce.js
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -59,6 +60,14 @@ class Outcome:
     env_dropped: list[str] = field(default_factory=list)  # the cell's variables the reduced script does without
     seeded: bool = False  # the reduced code of an earlier script with the same signature was kept
     oracle: str = ""  # beside the signature: "contrast cell", "frozen checks" (the script's own, no passing cell) or ""
+    # Not recorded in reduce.json: the reduced script (None when refused) and the script it was reduced from,
+    # for write_reductions (which writes CASE.min.py only beside the same script).
+    text: str | None = field(default=None, repr=False)
+    source: str = field(default="", repr=False)
+
+    def record(self) -> dict[str, Any]:
+        """What repro/reduce.json holds for this script."""
+        return {k: v for k, v in asdict(self).items() if k not in ("text", "source")}
 
 
 def min_path(script: Path) -> Path:
@@ -125,7 +134,8 @@ def contrast_cells(report: dict[str, Any], case_id: str, failing: str) -> list[s
 
 
 def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
-    """Reduce every job's script (one fork server per cell, shared by its scripts) and write CASE.min.py."""
+    """Reduce every job's script (one fork server per cell, shared by its scripts); the outcomes come back in
+    sorted_jobs order, each with its reduced text (write_reductions writes them)."""
     from harness.cells.envs import ensure_env
 
     servers: dict[tuple[str, bool, tuple[str, ...]], ForkServer] = {}  # in the order last used
@@ -192,7 +202,7 @@ def _text(path: Path) -> str:
 def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
          say: Callable[[str], None], seeds: list | None = None) -> Outcome:
     source = job.script.read_text(encoding="utf-8", errors="replace")
-    out = Outcome(job.script.name, job.cell, len(source.splitlines()))
+    out = Outcome(job.script.name, job.cell, len(source.splitlines()), source=source)
     preload = heavy_imports(source)
     budget = budget_s if budget_s is not None else (TORCH_BUDGET_S if set(preload) & _TORCH else JAX_BUDGET_S)
     start = time.monotonic()
@@ -213,7 +223,7 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
         say(f"  refused: {out.refused}")
         return out
     text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE)
-    min_path(job.script).write_text(text, encoding="utf-8")
+    out.text = text  # written by write_reductions, with the batch's other outputs, as a whole
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
     out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast
     out.env_dropped, out.seeded, out.oracle = red.env_dropped, red.seeded, red.oracle
@@ -239,8 +249,9 @@ def report_jobs(report_dir: Path) -> list[Job]:
     return jobs
 
 
-def rewrite_markdown(report_dir: Path) -> int:
-    """CASE.md again for every result with a CASE.min.py, the reduced script first; returns how many."""
+def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> int:
+    """CASE.md again for every result with a CASE.min.py, the reduced script first, and for the scripts
+    named in `also` (reduced again and refused: CASE.md without the reduced script); returns how many."""
     from harness.report.diff import load_report
     from harness.report.repro import repro_files, repro_markdown, script_for
     from harness.safeio import atomic_write
@@ -251,11 +262,12 @@ def rewrite_markdown(report_dir: Path) -> int:
     for case_id, cell, r, name in repro_files(report):
         stem = name.removesuffix(".md")
         reduced = report_dir / "repro" / f"{stem}.min.py"
-        if not reduced.is_file():
+        have = reduced.is_file() and not reduced.is_symlink()
+        if not have and f"{stem}.py" not in also:
             continue
         script = script_for(case_id, cells[cell], r)
         md = repro_markdown(case_id, cells[cell], r, script, f"{stem}.py",
-                            reduced=reduced.read_text(encoding="utf-8"), reduced_name=reduced.name)
+                            reduced=reduced.read_text(encoding="utf-8") if have else None, reduced_name=reduced.name)
         atomic_write(report_dir / "repro" / name, md, durable=False)
         n += 1
     return n
@@ -268,22 +280,100 @@ def write_figures(repro_dir: Path, outcomes: list[Outcome], merge: bool = False)
 
     records: dict[str, dict] = {}
     path = repro_dir / "reduce.json"
-    if merge and path.is_file():
+    if merge and path.is_file() and not path.is_symlink():
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
             records = {r["script"]: r for r in old if isinstance(r, dict) and isinstance(r.get("script"), str)}
         except (ValueError, OSError):
             records = {}
-    records.update({o.script: asdict(o) for o in outcomes})
+    records.update({o.script: o.record() for o in outcomes})
     atomic_write(path, json.dumps(list(records.values()), indent=1) + "\n", durable=False)
 
 
 def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
     """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
-    outcomes = reduce_jobs(report_jobs(report_dir), budget_s, say)
-    write_figures(report_dir / "repro", outcomes)
-    rewrite_markdown(report_dir)
+    jobs = report_jobs(report_dir)
+    check_outputs([j.script for j in jobs])
+    outcomes = reduce_jobs(jobs, budget_s, say)
+    write_reductions(jobs, outcomes, merge=False, say=say)
     return outcomes
+
+
+def recover_set(script: Path) -> None:
+    """Put back the report set that holds OUT/repro/CASE.py where a writer killed without RENAME_EXCHANGE
+    left it aside (harness.safeio.sweep_stale), before the script is looked for."""
+    from harness.report.command import SET_DIR
+    from harness.safeio import sweep_stale
+
+    sweep_stale(Path(os.path.abspath(script)).parent.parent, SET_DIR)
+
+
+def report_home(script: Path) -> tuple[Path, str] | None:
+    """(the --out folder, the set folder's name) of the report set holding repro/CASE.py, or None for a
+    script outside one. OUT/repro/CASE.py and OUT/report-set/repro/CASE.py are in OUT's set; a report
+    written before sets had a folder (OUT/report.json a regular file) is adopted when the set is switched."""
+    from harness.report.command import SET_DIR
+
+    home = script.resolve().parent.parent
+    if home.name == SET_DIR and (home / "report.json").is_file():
+        return home.parent, SET_DIR
+    if (home / "report.json").is_file():  # an earlier version's layout, or one a killed adoption half made
+        return home, SET_DIR
+    return None
+
+
+def check_outputs(scripts: list[Path]) -> None:
+    """UserError (one line) before any reduction runs where its outputs could not be written: a symlink or
+    special file in a report set's place, or where a CASE.min.py goes beside a script outside a set."""
+    from harness.report.command import SET_ENTRIES
+    from harness.safeio import check_set_place, refuse_special
+
+    for script in scripts:
+        home = report_home(script)
+        if home is None:
+            refuse_special(min_path(script))
+        else:
+            check_set_place(home[0], SET_ENTRIES, home[1])
+
+
+def write_reductions(jobs: list[Job], outcomes: list[Outcome], merge: bool, say: Callable[[str], None] = print) -> None:
+    """Write each reduced script as CASE.min.py, with repro/reduce.json and the CASE.md files that show it,
+    as a new report set switched in whole (harness.safeio.replacing_set): a kill at any step leaves the
+    previous set or the new one. The new set starts as the current one; a script reduced again and refused
+    loses its earlier CASE.min.py. merge: reduce.json keeps the records of scripts not in this batch (else
+    it holds this batch's alone, and no earlier CASE.min.py stays). A CASE.min.py is written only where the
+    set still holds the script it was reduced from (a report that replaced it meanwhile: said, not written).
+    A script outside a report set gets its CASE.min.py beside it (one atomic rename)."""
+    from harness.report.command import SET_ENTRIES
+    from harness.safeio import atomic_write, replacing_set
+
+    homes: dict[tuple[Path, str], list[tuple[Job, Outcome]]] = {}
+    for job, out in zip(sorted_jobs(jobs), outcomes):
+        home = report_home(job.script)
+        if home is None:
+            if out.text is not None:
+                atomic_write(min_path(job.script), out.text, durable=False)
+            continue
+        homes.setdefault(home, []).append((job, out))
+    for (out_dir, set_name), done in homes.items():
+        with replacing_set(out_dir, SET_ENTRIES, set_name, from_current=True) as stage:
+            repro = stage / "repro"
+            names = {job.script.name for job, _ in done}
+            for p in list(repro.glob("*.min.py")) if repro.is_dir() else []:
+                if not merge or p.name.removesuffix(".min.py") + ".py" in names:
+                    p.unlink()  # an earlier reduction this batch does not produce
+            for job, out in done:
+                if out.text is None:
+                    continue
+                script = repro / job.script.name
+                if _text(script) != out.source:
+                    say(f"{job.script.name}: the report in {out_dir} has another script by that name now; "
+                        "its reduction was not written")
+                    continue
+                atomic_write(min_path(script), out.text, durable=False)
+            if repro.is_dir():
+                write_figures(repro, [o for _, o in done], merge=merge)
+                rewrite_markdown(stage, frozenset(names))
 
 
 def summary(outcomes: list[Outcome]) -> str:

@@ -43,12 +43,21 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_reduce(args: argparse.Namespace) -> int:
     """0 when every script was reduced, 1 when one was refused (it does not fail, or flakily)."""
-    from harness.reduce.batch import (Job, cell_named, reduce_jobs, report_jobs, rewrite_markdown, sorted_jobs, summary,
-                                      write_figures)
+    from harness.reduce.batch import (
+        Job,
+        cell_named,
+        check_outputs,
+        recover_set,
+        reduce_jobs,
+        report_jobs,
+        summary,
+        write_reductions,
+    )
 
     jobs = []
     known: dict[Path, dict] = {}  # report.json -> its failing results' jobs by script name
     for script in args.scripts:
+        recover_set(script)
         if not script.is_file() or script.suffix != ".py" or script.name.endswith(".min.py"):
             raise UserError(f"{script}: not a standalone script (repro/CELL__CASE.py)")
         cell = args.cell or script.name.split("__", 1)[0]
@@ -63,11 +72,8 @@ def cmd_reduce(args: argparse.Namespace) -> int:
             if found:
                 case_id, contrast = found[0].case_id, found[0].contrast
         jobs.append(Job(script, cell, case_id, contrast))
+    check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
     outcomes = reduce_jobs(jobs, args.budget)
     print(summary(outcomes))
-    reports = {j.script.resolve().parent.parent for j in jobs if (j.script.resolve().parent.parent / "report.json").is_file()}
-    for d in reports:
-        write_figures(d / "repro", [o for o, j in zip(outcomes, sorted_jobs(jobs)) if j.script.resolve().parent.parent == d],
-                      merge=True)
-        rewrite_markdown(d)
+    write_reductions(jobs, outcomes, merge=True)  # the report set's repro/, switched in whole
     return 0 if all(o.refused is None for o in outcomes) else 1

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from rich.console import Console
 
 from harness.errors import UserError
-from harness.redact import redact_all
-from harness.judge.expectations import DEFAULT_PATH, load_expectations
-from harness.judge.outcomes import FAILING_VERDICTS
-from harness.report.html import render_html
 from harness.judge.apply import apply_expectations
 from harness.judge.coverage import gap_headline
+from harness.judge.expectations import DEFAULT_PATH, load_expectations
+from harness.judge.outcomes import FAILING_VERDICTS
+from harness.judge.results import read_many
+from harness.judge.since import since_summary
+from harness.redact import redact_all
+from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.model import build_report
 from harness.report.repro import MAX_REPROS, repro_wanted, write_repros
-from harness.judge.results import read_many
-from harness.safeio import (atomic_write, check_set_place, disk_error, dumps_lines, ensure_dir, publish_set,
-                            staging_dir, sweep_stale)
-from harness.judge.since import since_summary
+from harness.safeio import atomic_write, dumps_lines, replacing_set
 
 
 def _latest_per_cell(cells):
@@ -94,25 +92,13 @@ def write_report_files(report: dict, out_dir: Path, report_json: str | None = No
     out_dir/repro/..., symlinks into the set) shows the old set or the new one, never a mix, and repros
     of an earlier report are gone with it. A symlink or special file in the set's place is refused before
     anything is written, never followed."""
-    ensure_dir(out_dir)
-    check_set_place(out_dir, SET_ENTRIES, SET_DIR)
-    sweep_stale(out_dir, SET_DIR)  # what a report killed while rendering left
-    try:
-        stage = staging_dir(out_dir, SET_DIR)
-    except OSError as exc:
-        raise disk_error(exc, any_errno=True) from None
-    try:
+    with replacing_set(out_dir, SET_ENTRIES, SET_DIR) as stage:
         atomic_write(stage / "report.json", dumps_lines(report) if report_json is None else report_json)
         atomic_write(stage / "report.html", render_html(report))
         atomic_write(stage / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(stage / "junit.xml", render_junit(report))
         n = write_repros(report, stage / "repro", limit=MAX_REPROS)
-        publish_set(stage, out_dir, SET_ENTRIES, SET_DIR)
-        return n
-    except OSError as exc:
-        raise disk_error(exc, any_errno=True) from None
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)  # what is left of it: nothing after a switch
+    return n
 
 
 def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None,

@@ -128,6 +128,12 @@ def render_history_markdown(history: dict[str, Any], last: int) -> str:
     return "\n".join(out) + "\n"
 
 
+# The page set: these names in --out, each a symlink into HISTORY_SET, replaced as a whole like the report set
+# (harness.safeio.replacing_set). name -> is a folder.
+HISTORY_SET = "history-set"
+HISTORY_ENTRIES = {"history.json": False, "history.md": False, "report.html": False}
+
+
 def add_history_parser(sub: argparse._SubParsersAction) -> None:
     """Register `history`."""
     p = sub.add_parser("history", help="timelines of every case across past report.json files (first bad, last good, flips)",
@@ -143,7 +149,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     """Build the history and write it; exit 0 (history reports, it does not judge)."""
     from harness.report.diff import load_report
     from harness.report.html import render_html
-    from harness.safeio import atomic_write, dumps_strict, ensure_dir
+    from harness.safeio import atomic_write, dumps_strict, replacing_set
 
     if args.last < 1:
         raise UserError(f"--last {args.last}: give a number of nights >= 1")
@@ -153,18 +159,18 @@ def cmd_history(args: argparse.Namespace) -> int:
     history = build_history(reports)
     newest_i = max(range(len(reports)), key=lambda i: reports[i]["generated_at"])
     newest = reports[newest_i]
-    ensure_dir(args.out)
     # The page's repro links point at the newest report's repro/ folder, wherever --out is.
     # Beside report.json as named (OUT/repro, the stable name into the current report set: the link keeps
     # working when a later report replaces the set), else beside the file it is a link to.
     named = Path(os.path.abspath(args.reports[newest_i])).parent
     beside = named if (named / "repro").is_dir() else Path(args.reports[newest_i]).resolve().parent
     repro_dir = os.path.relpath(beside / "repro", os.path.abspath(args.out))
-    atomic_write(args.out / "history.json", dumps_strict(history, indent=1))
     md = render_history_markdown(history, args.last)
-    atomic_write(args.out / "history.md", md)
-    atomic_write(args.out / "report.html", render_html({**newest, "history": timeline_for_html(history),
-                                                        "repro_dir": Path(repro_dir).as_posix()}))
+    with replacing_set(args.out, HISTORY_ENTRIES, HISTORY_SET) as stage:  # the page folder, replaced whole
+        atomic_write(stage / "history.json", dumps_strict(history, indent=1))
+        atomic_write(stage / "history.md", md)
+        atomic_write(stage / "report.html", render_html({**newest, "history": timeline_for_html(history),
+                                                         "repro_dir": Path(repro_dir).as_posix()}))
     print(md, end="")
     print(f"history: {args.out / 'history.md'} (also history.json; report.html with a timeline per grid cell)")
     return 0

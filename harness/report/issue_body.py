@@ -11,6 +11,7 @@ maintainer can read (site-packages/..., ~/...).
 
 from __future__ import annotations
 
+import html
 import re
 import shlex
 from pathlib import Path
@@ -26,6 +27,31 @@ def one_line(text: Any, limit: int = 300) -> str:
     """Text for one line of Markdown: every control character (newlines too) shown as an escape."""
     s = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: f"\\x{ord(m.group()):02x}", str(text))
     return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+# What Markdown (CommonMark, GitHub's) or HTML reads as syntax inside a line: links and images (`[`, `]`; an
+# image's `!` starts nothing without its `[`), tags and entities (`<`, `&`; a `>` alone starts nothing), code (backtick), escapes,
+# emphasis by `*`, table cells (`|`). Shown as entities they render as themselves and start nothing. (`_`
+# is left readable: inside a word, as in a test id, it is never emphasis, and emphasis is no link or tag.)
+_MD_ACTIVE = frozenset("\\`*[]<&|")
+
+
+def md_line(text: Any, limit: int = 300) -> str:
+    """Untrusted text for one line of running Markdown (a list item, a heading, an HTML summary): one_line,
+    then every character Markdown or HTML reads as syntax written as an entity, so a value holding
+    `![x](https://...)`, `[x](javascript:...)` or `<img ...>` shows as that text and is no link, image or tag."""
+    return "".join(f"&#{ord(ch)};" if ch in _MD_ACTIVE else ch for ch in one_line(text, limit))
+
+
+def url_text(link: Any) -> str:
+    """An https:// URL for a Markdown link target or as a bare link: ASCII only, and the characters that
+    could end the link or start other syntax (space, parentheses, brackets, angle brackets, `|`, backtick)
+    percent-encoded; anything else is shown as text (md_line), never a link."""
+    link = str(link)
+    if not link.startswith("https://"):
+        return md_line(link)
+    return "".join(ch if ch.isascii() and ch.isprintable() and ch not in " ()<>[]|`\\" else f"%{ord(ch):02X}"
+                   for ch in link if ord(ch) < 128)
 
 
 def code(text: Any) -> str:
@@ -106,26 +132,26 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
     out: list[str] = [marker, ""] if marker else []  # the title is the issue's (or CASE.md's heading)
     if case_id:
         out.append(f"- case: {code(case_id)} (xla-seams scenario)")
-    out.append(f"- cell: {code(cell.get('cell', '?'))}; outcome: {one_line(result.get('raw', '?'))}"
-               + (f" ({one_line(result['signal'])})" if result.get("signal") else "")
-               + f"; verdict: {one_line(result.get('verdict', '?'))}")
+    out.append(f"- cell: {code(cell.get('cell', '?'))}; outcome: {md_line(result.get('raw', '?'))}"
+               + (f" ({md_line(result['signal'])})" if result.get("signal") else "")
+               + f"; verdict: {md_line(result.get('verdict', '?'))}")
     if verdict_line:
-        out.append(f"- {one_line(verdict_line, 400)}")
+        out.append(f"- {md_line(verdict_line, 400)}")
     exp = result.get("expectation") or {}
     if exp:  # the sentence that explains the bug, near the top (it was under Links, at the end)
-        out.append(f"- known issue {code(exp.get('id', ''))}: {one_line(exp.get('reason', ''), 400)} "
-                   f"({one_line(exp.get('link', ''))})")
+        out.append(f"- known issue {code(exp.get('id', ''))}: {md_line(exp.get('reason', ''), 400)} "
+                   f"({url_text(exp.get('link', ''))})")
     message = str(result.get("message") or "").strip()
     if message:
         cut = message if len(message) <= MAX_MESSAGE else message[:MAX_MESSAGE] + "\n... (truncated)"
         out += ["", "### What happened", "", *fence(scrub_paths(cut))]
     versions = cell.get("versions") or cell.get("pins") or {}
     out += ["", "### Versions", "",
-            "- " + (", ".join(f"{one_line(k)} {one_line(v)}" for k, v in versions.items()) or "unknown")
-            + f"; device {one_line(cell.get('device', 'cpu'))}"
-            + (f"; Python {one_line(cell['python'])}" if cell.get("python") else "")]
+            "- " + (", ".join(f"{md_line(k)} {md_line(v)}" for k, v in versions.items()) or "unknown")
+            + f"; device {md_line(cell.get('device', 'cpu'))}"
+            + (f"; Python {md_line(cell['python'])}" if cell.get("python") else "")]
     if moved:
-        out.append("- moved since the previous run: " + ", ".join(one_line(m) for m in moved))
+        out.append("- moved since the previous run: " + ", ".join(md_line(m) for m in moved))
     if bisection:
         out += ["", "### Bisection", "", demote_headings(scrub_paths(bisection).strip())]
     out += ["", "### Reproduce", ""]
@@ -140,7 +166,7 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
         out += [("The full script it was reduced from" if reduced is not None else "Standalone")
                 + " (only the packages below; exit 1 while the bug is there, 0 once fixed):", "",
                 *fence(f"python3.11 -m venv venv && . venv/bin/activate\n{standalone_install}\npython {shlex.quote(script_name)}", "sh"),
-                "", f"<details><summary>{one_line(script_name)}</summary>", "", *fence(script, "python"), "",
+                "", f"<details><summary>{html.escape(one_line(script_name))}</summary>", "", *fence(script, "python"), "",
                 "</details>", ""]
     if harness_install and case_id:
         out += ["With xla-seams (a clone of it; the plugin records the outcome, the verdict is judged by the harness):",
@@ -150,5 +176,5 @@ def issue_body(case_id: str | None, cell: Mapping[str, Any], result: Mapping[str
         out.append("No standalone script for this result (it has no scenario core, or the cell did not run).")
     link = str(exp.get("link") or "")
     if link.startswith("https://"):
-        out += ["", "### Links", "", f"- {one_line(link)} ({code(exp.get('id', ''))})"]
+        out += ["", "### Links", "", f"- {url_text(link)} ({code(exp.get('id', ''))})"]
     return "\n".join(out).rstrip() + "\n"

@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.judge.coverage import coverage_gaps, gap_headline
 from harness.judge.outcomes import FAILING_VERDICTS, VERDICTS
+from harness.report.issue_body import url_text
 from harness.report.model import cell_rank, differing_versions, iter_results
 from harness.report.opcoverage import render_op_coverage_markdown
 from harness.report.standalone import shown_sources
@@ -37,9 +38,7 @@ def _link(exp: dict[str, Any] | None) -> str:
         return ""
     link = str(exp.get("link", ""))
     if link.startswith("https://"):
-        url = "".join(ch if ch.isascii() and ch.isprintable() and ch not in " ()<>[]|`" else f"%{ord(ch):02X}"
-                      for ch in link if ord(ch) < 128)
-        return f"[{md_text(exp['id'])}]({url})"
+        return f"[{md_text(exp['id'])}]({url_text(link)})"
     return f"{md_text(exp['id'])} (no upstream issue filed)"
 
 

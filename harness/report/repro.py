@@ -17,7 +17,7 @@ from harness.cells.cell import RUNTIME_REQUIREMENTS
 from harness.judge.testids import read_suite_module
 from harness.paths import REPO
 from harness.report.grammar import is_package_name, is_version, pip_words
-from harness.report.issue_body import fence, issue_body, scrub_paths, title
+from harness.report.issue_body import fence, issue_body, md_line, scrub_paths, title
 from harness.report.standalone import (NoStandalone, export_script, redact_url, run_env, source_notes, source_placeholder,
                                        shown_pip_words, standalone_install_line)
 from harness.safeio import atomic_write, dumps_strict
@@ -298,7 +298,7 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
                       reduced=reduced, reduced_name=reduced_name)
     if not appendix:
         return body
-    out = [f"# {title(case_id, cell, r, since)}", "", body]
+    out = [f"# {md_line(title(case_id, cell, r, since))}", "", body]
     src = scenario_source(case_id) if case_id else None
     if src:
         out += ["### The scenario", "", *fenced(src, "python"), ""]

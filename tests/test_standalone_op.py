@@ -240,6 +240,8 @@ def test_a_failing_runs_op_script_keeps_only_the_check_that_failed(check):
         assert f"n, w, g = {n}, want[{n}], got[{n}]" in short
     if check == "values":
         assert "tol = dict(rtol=0.016, atol=0.5)" in short  # the run's tolerance, a literal
+    if check == "torch-raises":  # stops at torch's call; torchax imported all the same, as the run had it
+        assert "torchax.default_env()" not in short and "import jax, torch, torchax  # noqa: F401" in short
     if check == "dtype":
         assert "sample.input = sample.input.sign()" in short and "[3]  # the failing run's" in short
     assert len(_body_lines(short)) <= SHORT_BODY_BOUND, "\n".join(_body_lines(short))

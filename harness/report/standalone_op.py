@@ -337,7 +337,8 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
               "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample",
               *_call(kind, "want")]
     if check == "torch-raises":  # the run's failure: torch raises here (the case then wants torchax to raise too)
-        return lines
+        # torchax stays imported, as in the full script and the case: what its import does to torch is part of the run
+        return [line + "  # noqa: F401 (imported for what the import does)" if line == _IMPORTS[0] else line for line in lines]
     lines += ["env = torchax.default_env()", "env.manual_seed(0) if hasattr(env, 'manual_seed') else torch.manual_seed(0)"]
     if path == "eager":
         lines += _traced(path, _call(kind, "got"), "got", on_jax=f"pt.tree_map({_SWAP}, args)")

@@ -310,3 +310,39 @@ def test_the_message_picks_a_check_never_text():
     script = export_script(f"{OPS}[aten.add-float32-eager]", _cell(), example=example, message=evil)
     assert "system" not in script and "import os\n" in script and script.count("import os") == 1
     assert {Failed(c).check for c in CHECKS} == set(CHECKS)
+
+
+@pytest.mark.e2e
+def test_a_failing_runs_short_script_fails_as_the_full_one_does(cell_run, tmp_path):
+    """Fidelity of the short scripts (only the check the run failed): for each failing case above, the
+    short script and the full one (the same run's example, no message) run in the cell's interpreter
+    (the reducer's fork server) and give the same signature (harness/reduce/signature.py: exit status,
+    exception type, message up to numbers and the known issue's match, the statement that raised)."""
+    from harness.cells.envs import ensure_env
+    from harness.reduce.batch import known_match
+    from harness.reduce.server import ForkServer
+    from harness.reduce.signature import signature
+
+    cell = catalogue().cell(CELL)
+    versions = {k: v for k, v in cell_run.run_info.get("versions", {}).items() if v}
+    expectations = [e for e in load_expectations() if e.applies(versions, "cpu")]
+    failing = [c for c, outcome in CASES.items() if outcome == "fail"]
+    pairs, shorts = [], 0
+    for case_id in failing:
+        r = cell_run.cases[case_id]
+        example = r.observations.get("falsifying_example")
+        exp = next((e for e in expectations if e.covers(case_id)), None)
+        known = {"id": exp.id, "link": exp.link} if exp else None
+        short = export_script(case_id, cell.describe(), known, example=example, message=r.message)
+        full = export_script(case_id, cell.describe(), known, example=example)
+        shorts += short_form(case_id, example, r.message) is not None
+        pairs.append((case_id, full, short))
+    assert shorts == len(failing), "a failing case's record no longer gives a short script"
+    wrong = []
+    with ForkServer(ensure_env(cell).python, cell.run_env(), ["numpy", "jax", "torch", "torchax"], tmp_path / "s", CELL) as s:
+        for case_id, full, short in pairs:
+            sigs = [signature(s.run(src, 300), src, known_match(src)) for src in (full, short)]
+            if sigs[0] != sigs[1] or sigs[0].status != 1:
+                wrong.append(f"{case_id}: full {sigs[0].describe()} / short {sigs[1].describe()}")
+    print(f"\n{len(pairs) - len(wrong)} of {len(pairs)} short op scripts keep the full script's signature", file=sys.stderr)
+    assert not wrong, "\n".join(wrong)

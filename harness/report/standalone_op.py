@@ -1,29 +1,41 @@
 """Standalone reproducers of the OpInfo op cases (suites/torchax_ops/test_ops.py) and of the op's other
-forms (its error inputs, in-place variant, out=): the op, the sample, the two results, in 43 to 62
-lines with the header (issue 27), where the family's core inlined was 398.
+forms (its error inputs, in-place variant, out=): the op, the sample, the two results (issue 27),
+where the family's core inlined was 398 lines.
 
-The generic exporter (harness.report.standalone) inlines a scenario's core; an op case's core is the
-family's whole comparison machinery (the op space, sample choice, tolerances, both paths), most of it
-unused by any one case. This writes the case out instead: look the OpInfo up in op_db, rebuild the
-sample the case ran (OpInfo regenerates it from the same seeds: the index the failing run recorded,
-or else the one the `ci` profile takes, the largest), call it with torch eager on CPU and with
-torchax (in its env, or traced through `interop.jax_jit`: the path of the id), print both and check
-what the case checks, in its words (a known issue's `match` reads the script's output as it reads
-the case's message): the output leaves, that each is a torchax Tensor, shapes and dtypes, then the
-values within the case's tolerance (torch's default for each output's dtype, or the OpInfo's own
-override for CPU) unless the case compares them by structure only (a random op; an op whose
-cross-device comparison OpInfo skips). A call traced must leave the env's PRNG key concrete. An
-in-place script compares the tensor after the call and the call's result; an out= one the out=
-tensor, filled beforehand with other values than torch's; an error-input script requires torchax to
-raise wherever torch raises.
+A failing run's script is short by construction: where the run recorded what failed (its example
+names the sample, its message the first failure), the script is the fixed header, the imports, the
+OpInfo lookup, that sample by its index, torch's call, torchax's on the case's path, both results
+printed, and only the check that failed (`Failed`: torch raising where the case wanted torchax to
+follow, torchax raising, the PRNG key a traced call left a tracer in, the count of output leaves, an
+output's type, shape, dtype or values; an error input torchax accepted), word for word the full
+script's statement, its tolerance a literal from the run's record (in-place / out= runs record none:
+worked out as the case does, 2 lines). Measured: every check of every form on every default cell of
+the family exports 26-44 lines, 9-27 after `if __name__` (median 37 / 20; tests/test_standalone_length.py),
+where the full script is 43-62. On 60 real failing results (torchax0013-cpu, xla29-cpu, xla27-cpu,
+torchax007-cpu; op / in-place / out= / error forms, eager and jit, each check the runs failed by), the
+short script gives the full one's signature (harness/reduce/signature.py) in 60 of 60 (docs/reduce.md,
+"Op scripts minimal by construction"; tests/test_standalone_op.py checks 12 in the cell), so
+`harness report --reduce` runs it once instead of searching.
+
+Where the run recorded nothing usable (a passing case, an export without a run, a message none of
+the patterns reads), the full script: look the OpInfo up in op_db, rebuild the sample the case ran
+(OpInfo regenerates it from the same seeds: the index the failing run recorded, or else the one the
+`ci` profile takes, the largest), call it with torch eager on CPU and with torchax (in its env, or
+traced through `interop.jax_jit`: the path of the id), print both and check what the case checks, in
+its words (a known issue's `match` reads the script's output as it reads the case's message): the
+output leaves, that each is a torchax Tensor, shapes and dtypes, then the values within the case's
+tolerance (torch's default for each output's dtype, or the OpInfo's own override for CPU) unless the
+case compares them by structure only (a random op; an op whose cross-device comparison OpInfo
+skips). A call traced must leave the env's PRNG key concrete. An in-place script compares the tensor
+after the call and the call's result; an out= one the out= tensor, filled beforehand with other
+values than torch's; an error-input script requires torchax to raise wherever torch raises.
 
 Every part of the id (kind, op, variant, dtype, path) is checked against a grammar and embedded as a
 literal; so are the failing run's facts, read from the example the case records
 (`Falsifying example: sample(index=7, ties=True, values=True, rtol=None, atol=None)`, or
 `inplace_sample(index=3)` / `out_sample(...)` / `error_input(...)` for the other forms): integers,
-booleans and finite floats only, never its text. Where the run recorded none (a passing case, an
-export without a run), the script works out the tolerance and whether values compare as the case
-does.
+booleans and finite floats only, never its text; the message only picks one of CHECKS and an
+output's number, by fixed patterns.
 
 What the script does not redo: a sample the run did not name is the `ci` choice (the largest), so a
 failure only a later sample or only the tied copy shows needs the run's example; where torch itself

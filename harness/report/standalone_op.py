@@ -371,7 +371,8 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
 def _short_error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     """The error-input script with the run's one error input: torch raises on it, torchax must too."""
     path = parts["path"]
-    call = ["got = info(*a[0], **a[1])"] if path == "eager" else ["return info(*a[0], **a[1])"]
+    # traced as the case traces it: a torch.return_types result (aminmax, kthvalue) returned as a tuple
+    call = ["got = info(*a[0], **a[1])"] if path == "eager" else _TRACED_RETURN["op"]
     return [
         *_IMPORTS,
         _match(parts),
@@ -427,7 +428,7 @@ def _error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
         "        continue",
         f"    on_jax = pt.tree_map({_SWAP}, args)",
         "    try:",
-        *(f"        {line}" for line in _traced(path, call if path == "eager" else ["return info(*a[0], **a[1])"], "got")),
+        *(f"        {line}" for line in _traced(path, call if path == "eager" else _TRACED_RETURN["op"], "got")),
         "    except Exception as exc:",
         "        print('torchax raises:', repr(exc)[:300])",
         "    else:",

@@ -355,11 +355,13 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
     if path == "eager":
         lines += _traced(path, _call(kind, "got"), "got", on_jax=f"pt.tree_map({_SWAP}, args)")
     else:
-        lines += _traced(path, _TRACED_RETURN[kind], "got", on_jax=f"pt.tree_map({_SWAP}, args)") + ["got = pt.tree_leaves(got)"]
+        lines += _traced(path, _TRACED_RETURN[kind], "got", on_jax=f"pt.tree_map({_SWAP}, args)")
     if check == "torchax-raises":
         return lines
     if check == "prng":
         return lines + [_PRNG_CHECK]
+    if path == "jit":  # the traced call's result, as leaves to compare
+        lines.append("got = pt.tree_leaves(got)")
     lines.append("print('sample:', sample.summary(), '\\ntorch:', want, '\\ntorchax:', got)")
     if check == "count":
         return lines + [_CHECK["count"]]

@@ -4,8 +4,10 @@ sample, the two results.
 Without a cell: every part of an id and of a run's example is data (checked, embedded as a literal),
 the script is short. In the cell (e2e, torchax0013-cpu): for real cases, failing for different causes
 and passing, the script exported as `harness report` exports it (a failing case with its run's
-recorded example, a passing one without) gives the case's verdict: exit 1 where the case failed
-(its known issue's `match` in the script's output), exit 0 where it passed.
+recorded example and message: the short script, only the check that failed; a passing one without)
+gives the case's verdict: exit 1 where the case failed (its known issue's `match` in the script's
+output), exit 0 where it passed; and each failing case's short script fails as its full one does
+(the reducer's signature).
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def test_each_op_script_gives_its_cases_verdict_in_the_cell(cell_run, tmp_path):
         example = cell_run.cases[case_id].observations.get("falsifying_example")
         assert (example is not None) == (CASES[case_id] == "fail"), (case_id, example)
         path = tmp_path / f"s{i}.py"
-        path.write_text(export_script(case_id, described, None, example=example))
+        path.write_text(export_script(case_id, described, None, example=example, message=cell_run.cases[case_id].message))
         scripts.append(path)
         exp = next((e for e in exps if e.covers(case_id)), None)
         matches.append(exp.match if exp is not None and CASES[case_id] == "fail" else None)

@@ -253,3 +253,52 @@ def test_a_server_killed_from_outside_stops_the_run_instead_of_restarting(tmp_pa
         with pytest.raises(KeyboardInterrupt):
             s.run("raise SystemExit(1)\n", 10)
         assert s.proc is None
+
+
+def _op_result(check_message: str) -> dict:
+    return {"raw": "fail", "message": check_message, "expectation": None,
+            "observations": {"falsifying_example":
+                             "Falsifying example: sample(index=3, ties=False, values=True, rtol=None, atol=None)"}}
+
+
+def test_an_op_script_the_runs_record_made_short_is_minimal_by_construction(tmp_path):
+    """report --reduce: a short op script (only the check its run failed) is run once in its cell, its
+    signature recorded, and not searched (no CASE.min.py); one that does not fail there is refused."""
+    from harness.cells.matrix import catalogue
+    from harness.reduce.batch import Job, _minimal, _one
+    from harness.report.repro import script_for
+
+    case = "suites/torchax_ops/test_ops.py::test_op[aten.sort-float32-eager]"
+    cell = catalogue().cell("torchax0013-cpu").describe()
+    r = _op_result("1 of 1 samples differ from torch eager; sample 3 (float32[5]): output 1: dtype torch.int32 "
+                   "where torch gives torch.int64")
+    script = tmp_path / "op.py"
+    script.write_text(script_for(case, cell, r))
+    assert _minimal(script, case, cell, r) == "dtype"
+    assert _minimal(script, case, cell, {**r, "message": "something else"}) is None  # no check read: the full script
+    other = tmp_path / "other.py"
+    other.write_text(script.read_text() + "# edited\n")
+    assert _minimal(other, case, cell, r) is None  # not the script the record makes: searched as any other
+    # the signature run, with a stand-in for the cell (this interpreter): a script that fails, one that passes
+    fails, passes = tmp_path / "fails.py", tmp_path / "passes.py"
+    fails.write_text(HEADER + "raise AssertionError('output 1: dtype torch.int32 where torch gives torch.int64')\n")
+    passes.write_text(HEADER + "print('no failure')\n")
+    with _server(tmp_path, "cell") as s:
+        said: list[str] = []
+        out = _one(Job(fails, "fake-cpu", case, minimal="dtype"), lambda *_a, **_k: s, None, said.append)
+        refused = _one(Job(passes, "fake-cpu", case, minimal="dtype"), lambda *_a, **_k: s, None, said.append)
+    assert (out.by_construction, out.ran, out.lines_after, out.refused) == ("dtype", 1, out.lines_before, None)
+    assert out.signature and "AssertionError" in out.signature and not (tmp_path / "fails.min.py").exists()
+    assert refused.refused and refused.refused.startswith("the script does not fail here") and refused.lines_after is None
+    assert "minimal by construction fails.py" in said[0]
+
+
+def test_a_batch_reduces_by_cell_then_known_issue_so_one_reduction_seeds_the_issues_others(tmp_path):
+    from harness.reduce.batch import Job, sorted_jobs
+
+    jobs = []
+    for name, issue in (("a.py", "issue-b"), ("b.py", "issue-a"), ("c.py", "issue-b"), ("d.py", "issue-a")):
+        (tmp_path / name).write_text(HEADER.replace("INSTALL =", f"KNOWN_ISSUE = '{issue}: https://e/1'\nINSTALL =")
+                                     + "raise AssertionError('x')\n")
+        jobs.append(Job(tmp_path / name, "fake-cpu"))
+    assert [j.script.name for j in sorted_jobs(jobs)] == ["b.py", "d.py", "a.py", "c.py"]

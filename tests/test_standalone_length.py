@@ -39,9 +39,14 @@ PREFIX_BOUNDS = {"suites/coexist/test_census.py::": 370, "suites/torchax_ops/tes
 # An OpInfo op case (and its in-place / out= / error-input forms) exports through
 # harness/report/standalone_op.py: the op, the sample, the two results (issue 27), not the family's
 # core (398 lines before). The header and the cell's env are 11 of these lines; a script exported
-# without a run (as here) also works out the OpInfo's tolerance and whether values compare (a failing
-# run's op script has them as literals: 43 to 50 lines); an out= script builds its out tensors too.
+# without a run (as here) also works out the OpInfo's tolerance and whether values compare, and checks
+# every output leaf; an out= script builds its out tensors too.
 OP_CASE, OP_BOUND = "suites/torchax_ops/test_ops.py::test_op", 62
+# A failing run's op script (short_op_scripts below) keeps only the check the run failed: the header and
+# env (11-13 lines), the imports (4), then at most SHORT_OP_BODY lines: 9 where torch raises, 16-19 for an
+# eager op's compared check, a traced call (jit) 4 more, out= its out tensors (2 more), an in-place / out=
+# values check its tolerance worked out (2 more: those runs record none). Out= traced, values: 27.
+SHORT_OP_BODY, SHORT_OP_BOUND = 27, 44
 
 
 def bound_for(case_id: str) -> int:
@@ -73,6 +78,63 @@ def exported_scripts() -> tuple[tuple[str, str, str], ...]:
             except NoStandalone:
                 break  # no core: the same on every cell
             out.append((case_id, cell["cell"], script))
+    return tuple(out)
+
+
+# A failing run's record for each check an op case's form can fail (suites/torchax_ops/cores.py's words):
+# (example, message) - the short script is exported from these, as `harness report` exports it from a run.
+_RUN = "Falsifying example: sample(index=3, ties={ties}, values=True, rtol={tol}, atol={tol})"
+_SAMPLES = {"op": "1 of 2 samples differ from torch eager; ", "inplace": "1 of 2 samples: the in-place call differs from torch eager; ",
+            "out": "1 of 2 samples: out= differs from torch eager; "}
+_FAILS = {"op": ["sample 3: torch raised RuntimeError, torchax {path} returned",
+                 "sample 3: torch returned, torchax {path} raised TypeError: no",
+                 "sample 3: torch returned, torchax {path} raised AssertionError: the call left a JAX tracer (T) as the env's PRNG key",
+                 "sample 3 (float32[5]): 2 output leaves where torch gives 1",
+                 "sample 3 (float32[5]): output 1: torch.Tensor where a torchax Tensor is due (it left the env)",
+                 "sample 3 (float32[5]): output 1: shape (1,) where torch gives (5,)",
+                 "sample 3 with ties (float32[5]): output 1: dtype torch.int32 where torch gives torch.int64",
+                 "sample 3 (float32[5]): output 0: Tensor-likes are not close!"],
+          "inplace": ["sample 3: torch raised RuntimeError, torchax {path} returned",
+                      "sample 3 (float32[5]): OperatorNotFound: no lowering",
+                      "sample 3 (float32[5]): AssertionError: the call left a JAX tracer (T) as the env's PRNG key",
+                      "sample 3 (float32[5]): AssertionError: output 1: dtype torch.int32 where torch gives torch.int64",
+                      "sample 3 (float32[5]): AssertionError: output 0: Tensor-likes are not close!"]}
+_FAILS["out"] = _FAILS["inplace"][1:]  # torch refusing a sample leaves it out of out=
+
+
+@functools.lru_cache(maxsize=1)
+def short_op_scripts() -> tuple[tuple[str, str, str, str], ...]:
+    """(case, cell, check, script) for every op case of exported_scripts() (on its first cell; one case of each
+    form on every cell) and every check its form can fail, exported from a failing run's record
+    (tests/test_standalone_lint.py lints these too)."""
+    from harness.report.standalone_op import parse_op_case, short_form
+
+    cells = {c.name: c.describe() for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
+    ops = [(case_id, cell) for case_id, cell, _full in exported_scripts() if case_id.startswith((OP_CASE + "[", OP_CASE + "_"))]
+    # every op case on its first cell, and every cell (the header and env differ) for one case of each form
+    firsts = {case_id: cell for case_id, cell in reversed(ops)}
+    forms = {}
+    for case_id, cell in ops:
+        forms.setdefault((case_id.split("[")[0], case_id.rsplit("-", 1)[-1]), case_id)
+    out = []
+    for case_id, cell_name in ops:
+        if firsts[case_id] != cell_name and case_id not in forms.values():
+            continue
+        cell = cells[cell_name]
+        parts = parse_op_case(case_id)
+        if parts["kind"] == "error":
+            runs = [("Falsifying example: error_input(index=2)",
+                     f"1 of 3 error inputs: error input 2 (float32[5]): torch raises RuntimeError (x), torchax {parts['path']} returned")]
+        else:
+            example = (_RUN.format(ties=True, tol=0.5) if parts["kind"] == "op" else
+                       f"Falsifying example: {parts['kind']}_sample(index=3)")
+            runs = [(example, _SAMPLES[parts["kind"]] + f.format(path=parts["path"])) for f in _FAILS[parts["kind"]]]
+        for example, message in runs:
+            failed = short_form(case_id, example, message)
+            assert failed is not None, (case_id, message)  # every record of the family's words is read
+            script = export_script(case_id, cell, {"id": "known-issue", "link": "https://example.org/1"},
+                                   example=example, message=message)
+            out.append((case_id, cell_name, failed.check, script))
     return tuple(out)
 
 
@@ -109,3 +171,16 @@ def test_an_op_cases_script_is_the_op_the_sample_and_the_two_results():
     print(f"\n{len(ops)} op scripts: min {lengths[0]}, median {statistics.median(lengths)}, max {lengths[-1]} lines")
     assert lengths[-1] <= OP_BOUND
     assert not [case for case, _cell, script in ops if "def op_case(" in script or "def _compare(" in script]
+
+
+def test_a_failing_runs_op_script_is_a_few_lines():
+    """issue 27: every op case on every default cell of the family, failing each check its form can fail,
+    exports only that check: within SHORT_OP_BOUND lines, SHORT_OP_BODY after `if __name__`."""
+    scripts = short_op_scripts()
+    assert len(scripts) > 1000 and {c for _i, _cell, c, _s in scripts} == {
+        "torch-raises", "torchax-raises", "prng", "count", "type", "shape", "dtype", "values", "returned"}
+    lengths = sorted(len(s.splitlines()) for *_x, s in scripts)
+    bodies = sorted(len(s.split('if __name__ == "__main__":\n', 1)[1].splitlines()) for *_x, s in scripts)
+    print(f"\n{len(scripts)} short op scripts: {lengths[0]}-{lengths[-1]} lines (median {statistics.median(lengths)}), "
+          f"body {bodies[0]}-{bodies[-1]} (median {statistics.median(bodies)})")
+    assert lengths[-1] <= SHORT_OP_BOUND and bodies[-1] <= SHORT_OP_BODY

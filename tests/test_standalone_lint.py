@@ -13,13 +13,15 @@ import sys
 
 import pytest
 
-from tests.test_standalone_length import exported_scripts
+from tests.test_standalone_length import exported_scripts, short_op_scripts
 
 
 def test_every_exported_script_passes_pyflakes_rules(tmp_path):
     pytest.importorskip("ruff", reason="ruff is in the [test] extra")
     scripts = exported_scripts()
     assert len(scripts) > 1000  # every case on every cell of its family, not a sample
+    # and a failing run's op scripts (only the check that failed), every check of every form
+    scripts += tuple((f"{case_id} (failing: {check})", cell, script) for case_id, cell, check, script in short_op_scripts())
     names = {}
     for i, (case_id, cell, script) in enumerate(scripts):
         path = tmp_path / f"s{i:04d}.py"

@@ -4,8 +4,10 @@ sample, the two results.
 Without a cell: every part of an id and of a run's example is data (checked, embedded as a literal),
 the script is short. In the cell (e2e, torchax0013-cpu): for real cases, failing for different causes
 and passing, the script exported as `harness report` exports it (a failing case with its run's
-recorded example, a passing one without) gives the case's verdict: exit 1 where the case failed
-(its known issue's `match` in the script's output), exit 0 where it passed.
+recorded example and message: the short script, only the check that failed; a passing one without)
+gives the case's verdict: exit 1 where the case failed (its known issue's `match` in the script's
+output), exit 0 where it passed; and each failing case's short script fails as its full one does
+(the reducer's signature).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 from harness.cells.matrix import catalogue
 from harness.judge.expectations import load_expectations
 from harness.report.standalone import NoStandalone, export_script
-from harness.report.standalone_op import Facts, parse_op_case, run_facts
+from harness.report.standalone_op import CHECKS, Facts, Failed, parse_op_case, run_facts, short_form
 
 CELL = "torchax0013-cpu"
 OPS = "suites/torchax_ops/test_ops.py::test_op"
@@ -162,7 +164,7 @@ def test_each_op_script_gives_its_cases_verdict_in_the_cell(cell_run, tmp_path):
         example = cell_run.cases[case_id].observations.get("falsifying_example")
         assert (example is not None) == (CASES[case_id] == "fail"), (case_id, example)
         path = tmp_path / f"s{i}.py"
-        path.write_text(export_script(case_id, described, None, example=example))
+        path.write_text(export_script(case_id, described, None, example=example, message=cell_run.cases[case_id].message))
         scripts.append(path)
         exp = next((e for e in exps if e.covers(case_id)), None)
         matches.append(exp.match if exp is not None and CASES[case_id] == "fail" else None)
@@ -178,4 +180,171 @@ def test_each_op_script_gives_its_cases_verdict_in_the_cell(cell_run, tmp_path):
         if rc != {"pass": 0, "fail": 1}[outcome] or (match and not re.search(match, output)):
             wrong.append(f"{case_id} ({outcome}): exit {rc}, {output.strip().splitlines()[-1:]} (match {match!r})")
     print(f"\n{len(CASES) - len(wrong)} of {len(CASES)} op scripts give their case's verdict", file=sys.stderr)
+    assert not wrong, "\n".join(wrong)
+
+
+# --- the short script: only the check the run failed (issue 27) ---------------------------------------
+
+def _ex(index: int, ties: bool = False, values: bool = True, rtol: float | None = None, atol: float | None = None) -> str:
+    return f"Falsifying example: sample(index={index}, ties={ties}, values={values}, rtol={rtol}, atol={atol})"
+
+
+# A failing run's first failure of each kind, as suites/torchax_ops/cores.py words it, with its example
+SHORT = {
+    "torch-raises": (f"{OPS}[aten.erf-float32-eager]", _ex(2),
+                     "1 of 3 samples differ from torch eager; sample 2: torch raised RuntimeError, torchax eager returned"),
+    "torchax-raises": (f"{OPS}[aten.nonzero-float32-jit]", _ex(1),
+                       "1 of 1 samples differ from torch eager; sample 1: torch returned, torchax jit raised "
+                       "jax.errors.ConcretizationTypeError: Abstract tracer value | sample 2: output 0: dtype x"),
+    "prng": (f"{OPS}[aten.bernoulli-float32-jit]", _ex(0, values=False),
+             "1 of 1 samples differ from torch eager; sample 0: torch returned, torchax jit raised AssertionError: "
+             "the call left a JAX tracer (DynamicJaxprTracer) as the env's PRNG key (it escaped the trace)"),
+    "count": (f"{OPS}[aten.split-float32-eager]", _ex(4),
+              "1 of 5 samples differ from torch eager; sample 4 (float32[5, 5], 2): 3 output leaves where torch gives 2"),
+    "type": (f"{OPS}[aten.add-float32-eager]", _ex(0),
+             "1 of 1 samples differ from torch eager; sample 0 (float32[5]): output 0: torch.Tensor where a torchax Tensor "
+             "is due (it left the env)"),
+    "shape": (f"{OPS}[aten.add-float32-eager]", _ex(0),
+              "1 of 1 samples differ from torch eager; sample 0 (float32[5]): output 0: shape (5, 1) where torch gives (5,)"),
+    "dtype": (f"{OPS}[aten.kthvalue-float64-jit]", _ex(3, ties=True),
+              "2 of 9 samples differ from torch eager; sample 3 with ties (float64[5, 5], 2): output 1: dtype torch.int32 "
+              "where torch gives torch.int64 | sample 4 (x): output 0: shape"),
+    "values": (f"{OPS}[aten.cumsum-bfloat16-eager]", _ex(5, rtol=0.016, atol=0.5),
+               "1 of 9 samples differ from torch eager; sample 5 (bfloat16[5, 10], 1): output 0: Tensor-likes are not close!"),
+}
+_NO_OTHER_CHECK = ("assert len(want) == len(got)", "assert isinstance(g, torchax.tensor.Tensor)", "assert g.shape == w.shape",
+                   "assert g.dtype == w.dtype", "torch.testing.assert_close(", "assert 'Tracer' not in")
+
+
+def _body_lines(script: str) -> list[str]:
+    return script.split('if __name__ == "__main__":\n', 1)[1].splitlines()
+
+
+@pytest.mark.parametrize("check", sorted(SHORT))
+def test_a_failing_runs_op_script_keeps_only_the_check_that_failed(check):
+    case, example, message = SHORT[check]
+    short = export_script(case, _cell(), example=example, message=message)
+    full = export_script(case, _cell(), example=example)
+    compile(short, "op", "exec")
+    kept = [c for c in _NO_OTHER_CHECK if c in short]
+    expected = {"torch-raises": [], "torchax-raises": [], "prng": ["assert 'Tracer' not in"],
+                "count": ["assert len(want) == len(got)"], "type": ["assert isinstance(g, torchax.tensor.Tensor)"],
+                "shape": ["assert g.shape == w.shape"], "dtype": ["assert g.dtype == w.dtype"],
+                "values": ["torch.testing.assert_close("]}[check]
+    assert kept == expected, kept
+    # the check is the full script's statement word for word (the reducer's signature names it)
+    assert all(line.strip() in {x.strip() for x in full.splitlines()} for line in short.splitlines()
+               if line.strip().startswith(("assert ", "torch.testing.assert_close(")))
+    assert "for n, (w, g) in enumerate" not in short and "again" not in short and "values &=" not in short
+    assert short.splitlines()[:2] == full.splitlines()[:2]  # the fixed header
+    if check in ("type", "shape", "dtype", "values"):
+        n = {"dtype": 1}.get(check, 0)  # the output the message names
+        assert f"n, w, g = {n}, want[{n}], got[{n}]" in short
+    if check == "values":
+        assert "tol = dict(rtol=0.016, atol=0.5)" in short  # the run's tolerance, a literal
+    if check == "torch-raises":  # stops at torch's call; torchax imported all the same, as the run had it
+        assert "torchax.default_env()" not in short and "import jax, torch, torchax  # noqa: F401" in short
+    if check == "dtype":
+        assert "sample.input = sample.input.sign()" in short and "[3]  # the failing run's" in short
+    assert len(_body_lines(short)) <= SHORT_BODY_BOUND, "\n".join(_body_lines(short))
+    assert len(short.splitlines()) < len(full.splitlines())
+
+
+# Lines after `if __name__ == "__main__":` (the final "no failure" print included): 9 where torch
+# raises, 16 to 19 for an eager op's compare check; a traced call (jit) is 7 lines where an eager one is
+# 3, an out= script builds its out tensors (2), a values check of an in-place / out= run works its
+# tolerance out (2: those runs record none), so out= traced with a values check is the longest (27).
+SHORT_BODY_BOUND = 27
+
+
+@pytest.mark.parametrize("case, example, message, check", [
+    (f"{OPS}_inplace[aten.abs-float32-eager]", "Falsifying example: inplace_sample(index=0)",
+     "1 of 1 samples: the in-place call differs from torch eager; sample 0 (float32[20]): OperatorNotFound: "
+     "Operator with name aten::abs_ has no lowering", "torchax-raises"),
+    (f"{OPS}_out[aten.digamma-float32-jit]", "Falsifying example: out_sample(index=0)",
+     "1 of 1 samples: out= differs from torch eager; sample 0 (float32[20]): AssertionError: output 0: "
+     "Tensor-likes are not close! Mismatched elements: 20 / 20 (100.0%)", "values"),
+    (f"{OPS}_out[aten.multinomial-float32-eager]", "Falsifying example: out_sample(index=1)",
+     "1 of 1 samples: out= differs from torch eager; sample 1 (float32[3], 2): AssertionError: output 0: "
+     "dtype torch.int32 where torch gives torch.int64", "dtype"),
+    (f"{OPS}_inplace[aten.uniform-float32-jit]", "Falsifying example: inplace_sample(index=2)",
+     "1 of 1 samples: the in-place call differs from torch eager; sample 2 (float32[5]): AssertionError: "
+     "the call left a JAX tracer (DynamicJaxprTracer) as the env's PRNG key (it escaped the trace)", "prng"),
+    (f"{OPS}_error[aten.gather-jit]", "Falsifying example: error_input(index=1)",
+     "1 of 4 error inputs: error input 1 (float32[4, 3], 0, int64[2]): torch raises RuntimeError "
+     "(Expected index), torchax jit returned", "returned"),
+])
+def test_the_other_forms_short_scripts_keep_only_their_failure(case, example, message, check):
+    assert short_form(case, example, message) == Failed(check)
+    short = export_script(case, _cell(), example=example, message=message)
+    full = export_script(case, _cell(), example=example)
+    compile(short, "op", "exec")
+    assert len(_body_lines(short)) <= SHORT_BODY_BOUND and len(short.splitlines()) < len(full.splitlines())
+    assert not [x for x in ("values &=", "for n, (w, g)", "for i in [", "for i in range(") if x in short]
+    if check == "values":  # no tolerance recorded for out=: worked out as the case does
+        assert "tol = dict(rtol=max(" in short
+    if check == "returned":
+        assert ("raise AssertionError(f'error input {i}: torch raises {type(raised).__name__}, torchax jit returned {got}')"
+                in short)
+        assert "i, env = 1, torchax.default_env()" in short
+
+
+@pytest.mark.parametrize("example, message", [
+    (None, "1 of 1 samples differ from torch eager; sample 0 (float32[5]): output 0: dtype x"),   # no example recorded
+    ("Falsifying example: sample(index=0, ties=False)",  # not every fact: the full script works them out
+     "1 of 1 samples differ from torch eager; sample 0 (x): output 0: dtype x"),
+    (_ex(0), None),   # no message
+    (_ex(0), "something else failed"),
+    (_ex(0), "1 of 1 samples differ from torch eager; sample 0 (float32[5]): output 0x: dtype x"),
+])
+def test_a_run_without_a_readable_failure_keeps_the_full_script(example, message):
+    case = f"{OPS}[aten.add-float32-eager]"
+    assert short_form(case, example, message) is None
+    assert export_script(case, _cell(), example=example, message=message) == export_script(case, _cell(), example=example)
+
+
+def test_the_message_picks_a_check_never_text():
+    """A message is read by fixed patterns into one of CHECKS and an int: whatever else it holds stays out."""
+    evil = ("1 of 1 samples differ from torch eager; sample 0 (x'); import os; os.system('y'); ('): output 7: "
+            "dtype ')+__import__('os').system('z')#")
+    example = _ex(0)
+    assert short_form(f"{OPS}[aten.add-float32-eager]", example, evil) == Failed("dtype", 7)
+    script = export_script(f"{OPS}[aten.add-float32-eager]", _cell(), example=example, message=evil)
+    assert "system" not in script and "import os\n" in script and script.count("import os") == 1
+    assert {Failed(c).check for c in CHECKS} == set(CHECKS)
+
+
+@pytest.mark.e2e
+def test_a_failing_runs_short_script_fails_as_the_full_one_does(cell_run, tmp_path):
+    """Fidelity of the short scripts (only the check the run failed): for each failing case above, the
+    short script and the full one (the same run's example, no message) run in the cell's interpreter
+    (the reducer's fork server) and give the same signature (harness/reduce/signature.py: exit status,
+    exception type, message up to numbers and the known issue's match, the statement that raised)."""
+    from harness.cells.envs import ensure_env
+    from harness.reduce.batch import known_match
+    from harness.reduce.server import ForkServer
+    from harness.reduce.signature import signature
+
+    cell = catalogue().cell(CELL)
+    versions = {k: v for k, v in cell_run.run_info.get("versions", {}).items() if v}
+    expectations = [e for e in load_expectations() if e.applies(versions, "cpu")]
+    failing = [c for c, outcome in CASES.items() if outcome == "fail"]
+    pairs, shorts = [], 0
+    for case_id in failing:
+        r = cell_run.cases[case_id]
+        example = r.observations.get("falsifying_example")
+        exp = next((e for e in expectations if e.covers(case_id)), None)
+        known = {"id": exp.id, "link": exp.link} if exp else None
+        short = export_script(case_id, cell.describe(), known, example=example, message=r.message)
+        full = export_script(case_id, cell.describe(), known, example=example)
+        shorts += short_form(case_id, example, r.message) is not None
+        pairs.append((case_id, full, short))
+    assert shorts == len(failing), "a failing case's record no longer gives a short script"
+    wrong = []
+    with ForkServer(ensure_env(cell).python, cell.run_env(), ["numpy", "jax", "torch", "torchax"], tmp_path / "s", CELL) as s:
+        for case_id, full, short in pairs:
+            sigs = [signature(s.run(src, 300), src, known_match(src)) for src in (full, short)]
+            if sigs[0] != sigs[1] or sigs[0].status != 1:
+                wrong.append(f"{case_id}: full {sigs[0].describe()} / short {sigs[1].describe()}")
+    print(f"\n{len(pairs) - len(wrong)} of {len(pairs)} short op scripts keep the full script's signature", file=sys.stderr)
     assert not wrong, "\n".join(wrong)

@@ -4,6 +4,12 @@ repro/CASE.min.py beside each (CASE.md then shows it first).
 Each cell gets one fork server (its interpreter, the heavy packages imported once) for all its
 scripts; a cell where the same case passes and the full script exits 0 (the fixing release first)
 is the contrast every kept candidate must pass in. Figures go to repro/reduce.json.
+
+An op case's script that the failing run's record made short (harness/report/standalone_op.py: only
+the check the run failed) is minimal by construction: it is run once in its cell (the signature run:
+it must fail, with the known issue's match where there is one) and recorded as such, not searched.
+The others are reduced by cell, then known issue, so one reduction of an issue seeds the next script
+with the same signature.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ class Job:
     cell: str
     case_id: str | None = None
     contrast: list[str] = field(default_factory=list)  # cells to pass in, best first
+    minimal: str | None = None  # the check an op script keeps, where the run's record made it short (no search)
 
 
 @dataclass
@@ -60,6 +67,8 @@ class Outcome:
     env_dropped: list[str] = field(default_factory=list)  # the cell's variables the reduced script does without
     seeded: bool = False  # the reduced code of an earlier script with the same signature was kept
     oracle: str = ""  # beside the signature: "contrast cell", "frozen checks" (the script's own, no passing cell) or ""
+    by_construction: str | None = None  # minimal by construction: the one check the script keeps (run once, not searched)
+    signature: str | None = None  # what the signature run gave (a script minimal by construction)
     # Not recorded in reduce.json: the reduced script (None when refused) and the script it was reduced from,
     # for write_reductions (which writes CASE.min.py only beside the same script).
     text: str | None = field(default=None, repr=False)
@@ -187,9 +196,17 @@ def _installs(name: str, modules: list[str]) -> bool:
 
 def sorted_jobs(jobs: list[Job]) -> list[Job]:
     """The order a batch reduces in (and its outcomes come back in): by cell, then by what the script
-    imports (one fork server for the run of them), then by name (a case's variants side by side: the
-    first one's reduction seeds the next)."""
-    return sorted(jobs, key=lambda j: (j.cell, heavy_imports(_text(j.script)), j.script.name))
+    imports (one fork server for the run of them), then by known issue (one reduction per issue and
+    cell: the first one's seeds the next with the same signature), then by name (a case's variants side by side)."""
+    return sorted(jobs, key=lambda j: (j.cell, heavy_imports(_text(j.script)), _issue(_text(j.script)), j.script.name))
+
+
+def _issue(source: str) -> str:
+    """The script's KNOWN_ISSUE literal (only to sort by; "" for none)."""
+    try:
+        return str(split_script(source).facts.get("KNOWN_ISSUE") or "")
+    except SyntaxError:
+        return ""
 
 
 def _text(path: Path) -> str:
@@ -199,11 +216,17 @@ def _text(path: Path) -> str:
         return ""
 
 
+# An op script's OpInfo database (2 s or more to import): imported once in the fork server, not in each run
+OPINFO = "torch.testing._internal.common_methods_invocations"
+
+
 def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
          say: Callable[[str], None], seeds: list | None = None) -> Outcome:
     source = job.script.read_text(encoding="utf-8", errors="replace")
     out = Outcome(job.script.name, job.cell, len(source.splitlines()), source=source)
     preload = heavy_imports(source)
+    if job.minimal is not None:
+        return _by_construction(job, source, out, server(job.cell, [*preload, OPINFO]), say)
     budget = budget_s if budget_s is not None else (TORCH_BUDGET_S if set(preload) & _TORCH else JAX_BUDGET_S)
     start = time.monotonic()
     say(f"reduce {job.script.name} ({out.lines_before} lines) in {job.cell}")
@@ -234,6 +257,30 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     return out
 
 
+def _by_construction(job: Job, source: str, out: Outcome, server: ForkServer, say: Callable[[str], None]) -> Outcome:
+    """A script minimal by construction: one run in its cell (the signature run), recorded, not searched."""
+    from harness.reduce.signature import signature
+
+    start = time.monotonic()
+    try:
+        match = known_match(source)
+        sig = signature(server.run(source, 600), source, match)
+    except (EnvError, UserError) as exc:
+        out.refused, out.seconds = f"cannot run in {job.cell}: {exc}", round(time.monotonic() - start, 1)
+        say(f"  refused: {out.refused}")
+        return out
+    out.seconds, out.ran, out.signature = round(time.monotonic() - start, 1), 1, sig.describe()
+    if sig.status in (0, 125):
+        out.refused = f"the script does not fail here (exit {sig.status}): nothing to keep"
+    elif match and str(sig.failure).startswith("no match"):
+        out.refused = "the known issue's match is not in the script's output: its failure is another one"
+    else:
+        out.lines_after, out.by_construction = out.lines_before, job.minimal
+    say(f"minimal by construction {job.script.name} ({out.lines_before} lines, only its {job.minimal} check) in "
+        f"{job.cell}: {out.refused or sig.describe()} in {out.seconds} s")
+    return out
+
+
 def report_jobs(report_dir: Path) -> list[Job]:
     """A job for every failing result of a report that has repro/CASE.py."""
     from harness.report.diff import load_report
@@ -241,12 +288,26 @@ def report_jobs(report_dir: Path) -> list[Job]:
     from harness.report.repro import FAILING_RAW, safe_name
 
     report = load_report(report_dir / "report.json")
+    cells = {c["cell"]: c for c in report["cells"]}
     jobs = []
     for case_id, cell, r in iter_results(report):
         script = report_dir / "repro" / f"{safe_name(cell)}__{safe_name(case_id or 'cell')}.py"
         if case_id and r.get("raw") in FAILING_RAW and script.is_file():
-            jobs.append(Job(script, cell, case_id, contrast_cells(report, case_id, cell)))
+            minimal = _minimal(script, case_id, cells[cell], r)
+            jobs.append(Job(script, cell, case_id, contrast_cells(report, case_id, cell), minimal))
     return jobs
+
+
+def _minimal(script: Path, case_id: str, cell: dict[str, Any], r: dict[str, Any]) -> str | None:
+    """The check an op case's script keeps where the run's record made it short and the file is that script
+    (exported again from the same result: a file another exporter wrote is searched as any other)."""
+    from harness.report.repro import script_for
+    from harness.report.standalone_op import short_form
+
+    failed = short_form(case_id, (r.get("observations") or {}).get("falsifying_example"), r.get("message"))
+    if failed is None or _text(script) != script_for(case_id, cell, r):
+        return None
+    return failed.check
 
 
 def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> int:
@@ -377,7 +438,12 @@ def write_reductions(jobs: list[Job], outcomes: list[Outcome], merge: bool, say:
 
 
 def summary(outcomes: list[Outcome]) -> str:
-    """One line: how many reduced, lengths before and after, time."""
+    """One line: how many reduced, lengths before and after, time (and how many were minimal by construction)."""
+    built = [o for o in outcomes if o.by_construction]
+    if built:
+        rest = summary([o for o in outcomes if not o.by_construction])
+        return (f"{len(built)} op scripts minimal by construction (one signature run each, "
+                f"{sum(o.seconds for o in built):.0f} s); {rest}")
     done = [o for o in outcomes if o.lines_after is not None]
     if not done:
         return f"reduce: 0 of {len(outcomes)} scripts reduced"

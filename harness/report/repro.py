@@ -272,7 +272,7 @@ def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> 
         return None
     try:
         return export_script(case_id, cell, r.get("expectation"),
-                             example=(r.get("observations") or {}).get("falsifying_example"))
+                             example=(r.get("observations") or {}).get("falsifying_example"), message=r.get("message"))
     except NoStandalone:
         return None  # no core for this scenario yet: the harness-based repro stays
 

@@ -931,16 +931,18 @@ def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any
 
 
 def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None = None,
-                  ranges: Mapping[str, ApiRange] | None = None, example: str | None = None) -> str:
+                  ranges: Mapping[str, ApiRange] | None = None, example: str | None = None,
+                  message: str | None = None) -> str:
     """The standalone reproducer of one case on one cell (raises NoStandalone without a core).
 
     `example`: the failing run's hypothesis note (observations["falsifying_example"]); a property's
-    script then runs that input instead of the example pinned in CORES, where it can be read."""
+    script then runs that input instead of the example pinned in CORES, where it can be read; `message`:
+    the failing run's (an op case's script then keeps only the check it names)."""
     if case_id.startswith(("suites/torchax_ops/test_ops.py::test_op[", "suites/torchax_ops/test_ops.py::test_op_")):
         # an OpInfo op case (or its in-place / out= / error-input form): the op, the sample, the two results
         from harness.report.standalone_op import export_op_script  # imports this module: here, not at the top
 
-        return export_op_script(case_id, cell, expectation, example)
+        return export_op_script(case_id, cell, expectation, example, message)
     target = find_core(case_id)
     example_note = ""
     if target.kwargs and example:

@@ -1,29 +1,41 @@
 """Standalone reproducers of the OpInfo op cases (suites/torchax_ops/test_ops.py) and of the op's other
-forms (its error inputs, in-place variant, out=): the op, the sample, the two results, in 43 to 62
-lines with the header (issue 27), where the family's core inlined was 398.
+forms (its error inputs, in-place variant, out=): the op, the sample, the two results (issue 27),
+where the family's core inlined was 398 lines.
 
-The generic exporter (harness.report.standalone) inlines a scenario's core; an op case's core is the
-family's whole comparison machinery (the op space, sample choice, tolerances, both paths), most of it
-unused by any one case. This writes the case out instead: look the OpInfo up in op_db, rebuild the
-sample the case ran (OpInfo regenerates it from the same seeds: the index the failing run recorded,
-or else the one the `ci` profile takes, the largest), call it with torch eager on CPU and with
-torchax (in its env, or traced through `interop.jax_jit`: the path of the id), print both and check
-what the case checks, in its words (a known issue's `match` reads the script's output as it reads
-the case's message): the output leaves, that each is a torchax Tensor, shapes and dtypes, then the
-values within the case's tolerance (torch's default for each output's dtype, or the OpInfo's own
-override for CPU) unless the case compares them by structure only (a random op; an op whose
-cross-device comparison OpInfo skips). A call traced must leave the env's PRNG key concrete. An
-in-place script compares the tensor after the call and the call's result; an out= one the out=
-tensor, filled beforehand with other values than torch's; an error-input script requires torchax to
-raise wherever torch raises.
+A failing run's script is short by construction: where the run recorded what failed (its example
+names the sample, its message the first failure), the script is the fixed header, the imports, the
+OpInfo lookup, that sample by its index, torch's call, torchax's on the case's path, both results
+printed, and only the check that failed (`Failed`: torch raising where the case wanted torchax to
+follow, torchax raising, the PRNG key a traced call left a tracer in, the count of output leaves, an
+output's type, shape, dtype or values; an error input torchax accepted), word for word the full
+script's statement, its tolerance a literal from the run's record (in-place / out= runs record none:
+worked out as the case does, 2 lines). Measured: every check of every form on every default cell of
+the family exports 26-44 lines, 9-27 after `if __name__` (median 37 / 20; tests/test_standalone_length.py),
+where the full script is 43-62. On 60 real failing results (torchax0013-cpu, xla29-cpu, xla27-cpu,
+torchax007-cpu; op / in-place / out= / error forms, eager and jit, each check the runs failed by), the
+short script gives the full one's signature (harness/reduce/signature.py) in 60 of 60 (docs/reduce.md,
+"Op scripts minimal by construction"; tests/test_standalone_op.py checks 12 in the cell), so
+`harness report --reduce` runs it once instead of searching.
+
+Where the run recorded nothing usable (a passing case, an export without a run, a message none of
+the patterns reads), the full script: look the OpInfo up in op_db, rebuild the sample the case ran
+(OpInfo regenerates it from the same seeds: the index the failing run recorded, or else the one the
+`ci` profile takes, the largest), call it with torch eager on CPU and with torchax (in its env, or
+traced through `interop.jax_jit`: the path of the id), print both and check what the case checks, in
+its words (a known issue's `match` reads the script's output as it reads the case's message): the
+output leaves, that each is a torchax Tensor, shapes and dtypes, then the values within the case's
+tolerance (torch's default for each output's dtype, or the OpInfo's own override for CPU) unless the
+case compares them by structure only (a random op; an op whose cross-device comparison OpInfo
+skips). A call traced must leave the env's PRNG key concrete. An in-place script compares the tensor
+after the call and the call's result; an out= one the out= tensor, filled beforehand with other
+values than torch's; an error-input script requires torchax to raise wherever torch raises.
 
 Every part of the id (kind, op, variant, dtype, path) is checked against a grammar and embedded as a
 literal; so are the failing run's facts, read from the example the case records
 (`Falsifying example: sample(index=7, ties=True, values=True, rtol=None, atol=None)`, or
 `inplace_sample(index=3)` / `out_sample(...)` / `error_input(...)` for the other forms): integers,
-booleans and finite floats only, never its text. Where the run recorded none (a passing case, an
-export without a run), the script works out the tolerance and whether values compare as the case
-does.
+booleans and finite floats only, never its text; the message only picks one of CHECKS and an
+output's number, by fixed patterns.
 
 What the script does not redo: a sample the run did not name is the `ci` choice (the largest), so a
 failure only a later sample or only the tied copy shows needs the run's example; where torch itself
@@ -109,6 +121,60 @@ def _tolerance(v: Any) -> bool:
     return v is None or (type(v) in (int, float) and math.isfinite(v) and v >= 0)
 
 
+# The check a case's first failure names (suites/torchax_ops/cores.py writes these messages): read with
+# fixed patterns that pick one of CHECKS and an output's number (an int), never carried as text.
+CHECKS = ("torch-raises", "torchax-raises", "prng", "count", "type", "shape", "dtype", "values", "returned")
+_FIRST = re.compile(r"(?:[0-9]+ of [0-9]+ (?:samples differ from torch eager|samples: the in-place call differs from torch eager"
+                    r"|samples: out= differs from torch eager); |[0-9]+ of [0-9]+ error inputs: )(?P<first>.*)", re.DOTALL)
+_LABEL = r"sample [0-9]{1,6}(?: with ties)?"
+_PRNG = "the call left a JAX tracer"
+_COMPARED = (("count", re.compile(r"[0-9]+ output leaves where torch gives [0-9]+")),
+             ("type", re.compile(r"output (?P<n>[0-9]{1,4}): \S+ where a torchax Tensor is due")),
+             ("shape", re.compile(r"output (?P<n>[0-9]{1,4}): shape ")),
+             ("dtype", re.compile(r"output (?P<n>[0-9]{1,4}): dtype ")),
+             ("values", re.compile(r"output (?P<n>[0-9]{1,4}): ")))
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The one check the failing run's first failure names, and the output it names (op / in-place / out=)."""
+
+    check: str
+    output: int = 0
+
+
+def failed_check(kind: str, message: str | None) -> Failed | None:
+    """The check the case's message says failed first (None: a message none of the patterns reads)."""
+    m = _FIRST.match(message or "")
+    first = m.group("first") if m else ""
+    if kind == "error":
+        ok = re.match(r"error input [0-9]{1,6} \(.*\): torch raises \w+ \(.*\), torchax (?:eager|jit) returned", first, re.DOTALL)
+        return Failed("returned") if ok else None
+    if re.match(rf"{_LABEL}: torch raised \w+, torchax (?:eager|jit) returned(?: \||$)", first):
+        return Failed("torch-raises") if kind != "out" else None
+    if kind == "op":
+        raised = re.match(rf"{_LABEL}: torch returned, torchax (?:eager|jit) raised (?:\w+\.)*\w+: (?P<what>.*)", first, re.DOTALL)
+        if raised:
+            return Failed("prng" if raised.group("what").startswith(_PRNG) else "torchax-raises")
+        compared = re.match(rf"{_LABEL} \(.*?\): (?P<what>(?:output [0-9]|[0-9]+ output leaves).*)", first, re.DOTALL)
+    else:  # in-place / out=: `sample I (...): TYPE: MESSAGE`, an AssertionError being the comparison's
+        got = re.match(rf"{_LABEL} \(.*?\): (?P<type>(?:\w+\.)*\w+): (?P<what>.*)", first, re.DOTALL)
+        if got is None:
+            return None
+        if got.group("type") != "AssertionError":
+            return Failed("torchax-raises")
+        if got.group("what").startswith(_PRNG):
+            return Failed("prng")
+        compared = got
+    if compared is None:
+        return None
+    for check, pattern in _COMPARED:
+        c = pattern.match(compared.group("what"))
+        if c:
+            return Failed(check, int(c.groupdict().get("n") or 0))
+    return None
+
+
 _SWAP = "lambda x: 'jax' if isinstance(x, (str, torch.device)) and str(x) == 'cpu' else x"
 # per kind: the sample's arguments as one tree `a` (what is copied, moved to torchax, traced), torch's
 # call on it (statements ending in `TARGET = <output leaves>`), and the traced function's return
@@ -132,12 +198,12 @@ _TRACED_RETURN = {"op": ["out = info(*a[0], **a[1])",
                   "out": ["info(*a[0], **a[1], out=a[2])", "return a[2]"]}
 
 
-def _traced(path: str, body: list[str], target: str) -> list[str]:
+def _traced(path: str, body: list[str], target: str, on_jax: str = "on_jax") -> list[str]:
     """The call on torchax: in its env (`eager`), or traced through interop.jax_jit (`jit`: the tensors of
     `on_jax` are the jit arguments, the rest static), its result as `target`."""
     if path == "eager":
-        return ["a = env.to_xla(on_jax)", "with env:", *(f"    {line}" for line in body)]
-    return ["flat, spec = pt.tree_flatten(on_jax)",
+        return [f"a = env.to_xla({on_jax})", "with env:", *(f"    {line}" for line in body)]
+    return [f"flat, spec = pt.tree_flatten({on_jax})",
             "pos = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]",
             "def traced(*ts):  # the sample's tensors are the jit arguments, the rest static",
             "    a = pt.tree_unflatten([ts[pos.index(i)] if i in pos else x for i, x in enumerate(flat)], spec)",
@@ -238,6 +304,103 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     return lines
 
 
+def _tolerance_lines(dtype: str, facts: Facts) -> list[str]:
+    """`tol = ...`: the run's own (a literal), or worked out as the case does where the run recorded none."""
+    if not facts.recorded:  # no run to read them from (in-place / out= record only the sample): as the case does
+        return [f"over = [d.d[torch.{dtype}] for x in info.decorators for d in getattr(x, 'decorators', [x])"
+                f" if getattr(x, 'device_type', None) in (None, 'cpu') and torch.{dtype} in (getattr(d, 'd', None) or {{}})]"
+                "  # the OpInfo's toleranceOverride (atol, rtol) / precisionOverride (atol) for CPU",
+                f"tol = dict(rtol=max([{_DEFAULT_TOL.get(dtype, (0.0, 0.0))[0]!r}] + [getattr(v, 'rtol', 0) for v in over]),"
+                f" atol=max([{_DEFAULT_TOL.get(dtype, (0.0, 0.0))[1]!r}] + [getattr(v, 'atol', v) for v in over])) if over else {{}}"]
+    if facts.rtol is None or facts.atol is None:
+        return ["tol = {}  # torch's default for each output's dtype (the OpInfo overrides none)"]
+    return [f"tol = dict(rtol={facts.rtol!r}, atol={facts.atol!r})  # the OpInfo's own override for {dtype} on CPU"]
+
+
+# the full script's statements for each check, word for word (a reducer's signature names the statement that failed)
+_CHECK = {"count": "assert len(want) == len(got), f'{len(got)} output leaves where torch gives {len(want)}'",
+          "type": "assert isinstance(g, torchax.tensor.Tensor), f'output {n}: {type(g)} where a torchax Tensor is due'",
+          "shape": "assert g.shape == w.shape, f'output {n}: shape {tuple(g.shape)} where torch gives {tuple(w.shape)}'",
+          "dtype": "assert g.dtype == w.dtype, f'output {n}: dtype {g.dtype} where torch gives {w.dtype}'",
+          "values": ("torch.testing.assert_close(g, w, equal_nan=True, check_device=False, check_stride=False, "
+                     "msg=lambda m: f'output {n}: {m}', **tol)")}
+_PRNG_CHECK = "assert 'Tracer' not in type(getattr(env, 'prng_key', None)).__name__, \"the call left a JAX tracer as the env's PRNG key\""
+_TO_PLAIN = "g = g.torch() if isinstance(w, torch.Tensor) else g.torch().item() if isinstance(g, torchax.tensor.Tensor) else g"
+
+
+def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[str]:
+    """The op / in-place / out= script with only the check the run failed: the sample by its recorded
+    index, torch's call, torchax's, both results printed, then that one check (its tolerance a literal)."""
+    kind, dtype, path, check = parts["kind"], parts["dtype"], parts["path"], failed.check
+    lines = [
+        *_IMPORTS,
+        f"jax.config.update('jax_enable_x64', {dtype in ('float64', 'int64')})  # as the case runs {dtype}",
+        _match(parts),
+        "torch.manual_seed(0)  # OpInfo draws its samples from torch's generator",
+        f"sample = list(info.sample_inputs('cpu', torch.{dtype}))[{facts.index}]  # the failing run's",
+        *(["sample.input = sample.input.sign()  # the case's tied copy: equal values abound"] if facts.ties else []),
+    ]
+    if kind == "out":
+        lines += ["result = info(*pt.tree_map_only(torch.Tensor, torch.clone, (sample.input, *sample.args)), **sample.kwargs)",
+                  "stale = lambda t: ~t if t.dtype == torch.bool else t ^ 1 if not (t.is_floating_point() or t.is_complex())"
+                  " else torch.full_like(t, float('nan'))"]
+    compared = check not in ("torch-raises", "torchax-raises", "prng")  # else a call raises: the sample shown first
+    lines += [_ARGS[kind], *([] if compared else ["print('sample:', sample.summary())"]),
+              "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample",
+              *_call(kind, "want")]
+    if check == "torch-raises":  # the run's failure: torch raises here (the case then wants torchax to raise too)
+        # torchax stays imported, as in the full script and the case: what its import does to torch is part of the run
+        return [line + "  # noqa: F401 (imported for what the import does)" if line == _IMPORTS[0] else line for line in lines]
+    lines += ["env = torchax.default_env()", "env.manual_seed(0) if hasattr(env, 'manual_seed') else torch.manual_seed(0)"]
+    if path == "eager":
+        lines += _traced(path, _call(kind, "got"), "got", on_jax=f"pt.tree_map({_SWAP}, args)")
+    else:
+        lines += _traced(path, _TRACED_RETURN[kind], "got", on_jax=f"pt.tree_map({_SWAP}, args)")
+    if check == "torchax-raises":
+        return lines
+    if check == "prng":
+        return lines + [_PRNG_CHECK]
+    if path == "jit":  # the traced call's result, as leaves to compare
+        lines.append("got = pt.tree_leaves(got)")
+    lines.append("print('sample:', sample.summary(), '\\ntorch:', want, '\\ntorchax:', got)")
+    if check == "count":
+        return lines + [_CHECK["count"]]
+    lines += [*(_tolerance_lines(dtype, facts) if check == "values" else []),
+              f"n, w, g = {failed.output}, want[{failed.output}], got[{failed.output}]  # the output the run names"]
+    return lines + ([_TO_PLAIN] if check == "values" else []) + [_CHECK[check]]
+
+
+def _short_error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
+    """The error-input script with the run's one error input: torch raises on it, torchax must too."""
+    path = parts["path"]
+    # traced as the case traces it: a torch.return_types result (aminmax, kthvalue) returned as a tuple
+    call = ["got = info(*a[0], **a[1])"] if path == "eager" else _TRACED_RETURN["op"]
+    return [
+        *_IMPORTS,
+        _match(parts),
+        f"i, env = {facts.index}, torchax.default_env()  # the failing run's error input",
+        "sample = list(info.error_inputs('cpu'))[i].sample_input",
+        "args = ((sample.input, *sample.args), sample.kwargs)",
+        "jax.config.update('jax_enable_x64', any(isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.int64,"
+        " torch.complex128) for t in pt.tree_leaves(args)))  # as the case runs 64-bit inputs",
+        "print(f'error input {i}:', sample.summary())",
+        "try:",
+        "    a = pt.tree_map_only(torch.Tensor, torch.clone, args)",
+        "    info(*a[0], **a[1])",
+        "except Exception as exc:",
+        "    raised = exc",
+        "    print('torch raises:', repr(exc)[:300])",
+        "else:",
+        "    raise SystemExit(print('torch accepts it here: not checked'))  # exit 0: nothing to check",
+        "try:",
+        *(f"    {line}" for line in _traced(path, call, "got", on_jax=f"pt.tree_map({_SWAP}, args)")),
+        "except Exception as exc:",
+        "    print('torchax raises:', repr(exc)[:300])",
+        "else:",
+        f"    raise AssertionError(f'error input {{i}}: torch raises {{type(raised).__name__}}, torchax {path} returned {{got}}')",
+    ]
+
+
 def _error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     """OpInfo's error inputs for the op (the failing run's one, or all of them as the case checks them):
     where torch raises, torchax must raise too."""
@@ -267,7 +430,7 @@ def _error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
         "        continue",
         f"    on_jax = pt.tree_map({_SWAP}, args)",
         "    try:",
-        *(f"        {line}" for line in _traced(path, call if path == "eager" else ["return info(*a[0], **a[1])"], "got")),
+        *(f"        {line}" for line in _traced(path, call if path == "eager" else _TRACED_RETURN["op"], "got")),
         "    except Exception as exc:",
         "        print('torchax raises:', repr(exc)[:300])",
         "    else:",
@@ -275,11 +438,29 @@ def _error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     ]
 
 
+def short_form(case_id: str, example: str | None, message: str | None) -> Failed | None:
+    """The check an op case's short script keeps (None: the full script, the run having recorded no
+    usable sample or failure): its sample's index from the run's example, its check from the message."""
+    try:
+        parts = parse_op_case(case_id)
+    except NoStandalone:
+        return None
+    facts = run_facts(example)
+    if facts.index is None:
+        return None
+    failed = failed_check(parts["kind"], message)
+    if failed is None or (parts["kind"] == "op" and not facts.recorded):
+        return None
+    return failed
+
+
 def export_op_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None = None,
-                     example: str | None = None) -> str:
-    """The short standalone reproducer of one OpInfo op case on one cell."""
+                     example: str | None = None, message: str | None = None) -> str:
+    """The standalone reproducer of one OpInfo op case on one cell: the short one (only the check that
+    failed) where the run recorded its sample and failure (`message`, the case's), else the full one."""
     parts = parse_op_case(case_id)
     facts = run_facts(example)
+    failed = short_form(case_id, example, message)
     what = "error input" if parts["kind"] == "error" else "sample"
     note = (f"the failing run's {what} {facts.index}" + (" (its tied copy)" if facts.ties else "")
             if facts.index is not None else None)
@@ -287,7 +468,13 @@ def export_op_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping
     env = run_env(cell)
     if env:
         lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
-    body = _body(parts, facts) + ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
+    if failed is None:
+        body = _body(parts, facts)
+    elif parts["kind"] == "error":
+        body = _short_error_body(parts, facts)
+    else:
+        body = _short_body(parts, facts, failed)
+    body += ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
     main = body.index('if __name__ == "__main__":') + 1  # the imports above it, the run in it
     lines += body[:main] + [f"    {line}" if line else line for line in body[main:]] + [""]
     return "\n".join(lines)

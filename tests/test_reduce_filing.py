@@ -38,7 +38,7 @@ def test_news_files_the_reduced_script_and_bisects_it(tmp_path, monkeypatch):
     (tmp_path / "old.json").write_text(json.dumps(OLD))
     (tmp_path / "new.json").write_text(json.dumps(NEW))
     proc = subprocess.run([sys.executable, "-m", "harness", "news", str(tmp_path / "old.json"), str(tmp_path / "new.json"),
-                           "--no-bisect", "--dry-run", "--out", str(tmp_path / "news")], cwd=REPO,
+                           "--no-bisect", "--dry-run", "--reduced", "--out", str(tmp_path / "news")], cwd=REPO,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     items = proc.stdout.split("--- would open")[1:]
@@ -49,3 +49,23 @@ def test_news_files_the_reduced_script_and_bisects_it(tmp_path, monkeypatch):
     filing.bisect_item({"case": A, "cell": "jaxlatest-cpu", "kind": "regression"}, OLD, NEW, budget_s=30,
                        out=tmp_path, script=reduced)
     assert seen[-1][-2:] == ["--script", str(reduced)]
+
+
+def test_news_runs_no_reduced_script_it_was_not_told_to(tmp_path, monkeypatch):
+    """A CASE.min.py in a report folder is a program: without --reduced (the operator's word that they
+    made it), news neither bisects nor embeds it; a hostile folder's script never runs."""
+    import harness.nightly.filing as filing
+    from tests.test_filing import NEW, OLD, A
+
+    (tmp_path / "repro").mkdir()
+    planted = tmp_path / "repro" / f"{safe_name('jaxlatest-cpu')}__{safe_name(A)}.min.py"
+    planted.write_text("raise SystemExit('planted')\n")
+    (tmp_path / "old.json").write_text(json.dumps(OLD))
+    (tmp_path / "new.json").write_text(json.dumps(NEW))
+    seen = record_bisect_argvs(monkeypatch)
+    filing.file_news(tmp_path / "old.json", tmp_path / "new.json", 5, 30, None, True, True, tmp_path / "news",
+                     say=lambda _line: None)
+    assert seen, "the items were bisected"
+    assert all("--script" not in argv and str(planted) not in argv for argv in seen), seen
+    bodies = "".join(p.read_text() for p in (tmp_path / "news").rglob("issue.md"))
+    assert "planted" not in bodies

@@ -340,8 +340,10 @@ class Gh:
 
 def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, repo: str | None, dry_run: bool,
               bisect: bool, out: Path, say: Callable[[str], None] = print,
-              commits: dict[str, tuple[str, str]] | None = None) -> int:
-    """Bisect and file (or print) each news item; returns how many items there were."""
+              commits: dict[str, tuple[str, str]] | None = None, use_reduced: bool = False) -> int:
+    """Bisect and file (or print) each news item; returns how many items there were. use_reduced: bisect and
+    embed the repro/CASE.min.py beside NEW (the operator's word that they made them: a program found in a
+    report folder is never run on the folder's say)."""
     from harness.report.diff import load_report
     from harness.report.repro import printable  # ids from a report: escapes on the terminal, never acted on
 
@@ -364,7 +366,7 @@ def file_news(old_path: Path, new_path: Path, max_items: int, budget_s: int, rep
         say(printable(f"[{i}/{min(len(items), max_items)}] {item['kind']}: {item['case']} on {item['cell']}"))
         work = out / f"item{i}"
         work.mkdir(parents=True, exist_ok=True)
-        reduced = reduced_script(new_path, item)
+        reduced = reduced_script(new_path, item) if use_reduced else None
         bisect_md = (bisect_item(item, old, new, budget_s, work, commits, reduced) if bisect
                      else "Not bisected (--no-bisect).")
         title, body = issue_text(item, old, new, bisect_md, reduced)
@@ -405,6 +407,10 @@ def add_file_news_parser(sub: argparse._SubParsersAction) -> None:
                    help="go on from the releases into the commits of PKG (jax, torchax) in this git repository "
                         "(URL or path; #SUBDIR where the package lives, e.g. torchax); repeatable. "
                         "Default: $SEAMS_REPO_<PKG> / $SEAMS_SUBDIR_<PKG>")
+    p.add_argument("--reduced", action="store_true",
+                   help="bisect (and file) the reduced reproducer repro/CASE.min.py beside NEW/report.json where "
+                        "there is one, instead of the test: it is a program, so only for a report you reduced "
+                        "yourself (`harness report --reduce`); without this flag news runs no file it finds there")
     p.set_defaults(handler=cmd_file_news)
 
 
@@ -419,5 +425,5 @@ def cmd_file_news(args: argparse.Namespace) -> int:
     commits = parse_commits(args.commits)
     args.out.mkdir(parents=True, exist_ok=True)
     file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,
-              Path(tempfile.mkdtemp(prefix="news-", dir=args.out)), commits=commits)
+              Path(tempfile.mkdtemp(prefix="news-", dir=args.out)), commits=commits, use_reduced=args.reduced)
     return 0

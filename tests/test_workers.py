@@ -72,6 +72,14 @@ def test_pytest_argv_forces_serial_last_after_the_controller_died():
     assert argv[argv.index("--seams-timeout") + 1] == "60" and argv[argv.index("-n") + 1] == "2"
 
 
+def test_pytest_argv_asks_for_native_tracebacks_and_the_caller_can_ask_otherwise():
+    cell = Cell(name="jax060-cpu", device="cpu", pins={"jax": "0.6.0"})
+    argv = _pytest_argv(Path("python"), cell, Path("/tmp/r.jsonl"), [], [], 0, 60)
+    assert "--tb=native" in argv
+    argv = _pytest_argv(Path("python"), cell, Path("/tmp/r.jsonl"), [], ["--tb=long"], 0, 60)
+    assert argv.index("--tb=native") < argv.index("--tb=long"), "the caller's --tb comes later: argparse keeps the last"
+
+
 def test_chip_claims_are_one_per_process_and_free_again_when_it_ends(tmp_path, monkeypatch):
     # Two claims from one process conflict like two processes would (flock is per open file).
     monkeypatch.delenv("TPU_VISIBLE_CHIPS", raising=False)

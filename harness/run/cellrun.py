@@ -622,6 +622,12 @@ def _pytest_argv(python: Path, cell: Cell, results: Path,
             # values from the matrix as --opt=VALUE: a name or pin can never be read as an option of its own
             "--seams-results", str(results), f"--seams-cell={cell.name}", f"--seams-device={cell.device}",
             f"--seams-pins={json.dumps(cell.pins)}", "-q", "-rfEsx",
+            # Python's own traceback format in the cell's log: pytest's default ("long") parses the source
+            # file of every frame with ast to find statement ranges (torch's OpInfo database is 25k lines),
+            # about 85 ms a failure, where an op family fails hundreds of times per cell as known bugs;
+            # native is about 15 ms. The judge reads the plugin's message, a collection error's reprcrash,
+            # never the traceback's text. A `--tb` among the caller's pytest args comes later and wins.
+            "--tb=native",
             # One module that fails to import is recorded as its own error; the others still run.
             "--continue-on-collection-errors"]
     argv += xdist_args(xdist, list(pytest_args))

@@ -538,8 +538,28 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _unencodable_word(argv: Sequence[str]) -> str | None:
+    """One line for the first argument no file system encoding can take (a lone surrogate such as \\ud800 in
+    a str given in-process: a real command line cannot hold one, Python decodes argv's bytes with
+    surrogateescape), else None. Refused before anything runs: it would fail in whichever call first
+    encodes it (a path's open, a subprocess's argv) as an internal error."""
+    for i, word in enumerate(argv):
+        try:
+            os.fsencode(word)
+        except UnicodeEncodeError as exc:
+            return (f"argument {i + 1} ({ascii(word)[:80]}) holds {ascii(word[exc.start:exc.end])[1:-1]}, which is not "
+                    "text a command line or a file name can hold (a lone surrogate); give it as text")
+        except TypeError:
+            return f"argument {i + 1} is a {type(word).__name__}, not text"
+    return None
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    bad = _unencodable_word(sys.argv[1:] if argv is None else list(argv))
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     from harness import lifeline
@@ -572,9 +592,23 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if _too_many_digits(exc) and not os.environ.get("SEAMS_DEBUG"):  # bad input wherever it was parsed
             print(f"error: {_one_line(str(_too_many_digits(exc)))}", file=sys.stderr)
             return 2
+        if _lone_surrogate(exc) and not os.environ.get("SEAMS_DEBUG"):
+            print(f"error: {_one_line(str(_lone_surrogate(exc)))}", file=sys.stderr)
+            return 2
         return _internal(exc)
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _lone_surrogate(exc: ValueError) -> UserError | None:
+    """A UserError for text from the input (a JSON string's `\\ud800` escape, a path built from one) that a
+    file name, a subprocess's argv or an encoded output cannot hold; the harness makes no surrogates itself.
+    Else None."""
+    if not isinstance(exc, UnicodeEncodeError) or "surrogates not allowed" not in str(exc):
+        return None
+    bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+    return UserError(f"a value in the input holds {ascii(bad)[1:-1] or 'a lone surrogate'} (a lone surrogate), "
+                     f"which no file name or command line can hold: {ascii(exc.object)[:120]}")
 
 
 def _too_many_digits(exc: ValueError) -> UserError | None:

@@ -315,6 +315,21 @@ _add("diff: --markdown of 5000 characters", (["diff", "{F}", "{F}", "--markdown"
      "File name too long")
 _add("reduce: a script path of 5000 characters", (["reduce", _LONG], {}), "File name too long")
 
+# --- a lone surrogate in a path given in-process (main(argv) from Python; a real argv cannot hold one) --
+_SUR = "{T}/x\ud800y"
+_add("validate: a file name with a lone surrogate", (["validate", _SUR], {}), "lone surrogate")
+_add("matrix: --matrix with a lone surrogate", (["matrix", "--matrix", _SUR], {}), "lone surrogate")
+_add("report: --out with a lone surrogate", (["report", "{F}", "--out", _SUR], _results(_report_call())[1]), "lone surrogate")
+_add("history: --out with a lone surrogate", (["history", "{F}", "--out", _SUR], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
+     "lone surrogate")
+_add("diff: --markdown with a lone surrogate", (["diff", "{F}", "{F}", "--markdown", _SUR],
+                                                {"r.json": json.dumps(_GOOD_REPORT).encode()}), "lone surrogate")
+_add("reduce: a script path with a lone surrogate", (["reduce", _SUR], {}), "lone surrogate")
+_add("run: --out with a lone surrogate", (["run", "--cell", "jax060-cpu", "--build-only", "--out", _SUR], {}),
+     "lone surrogate")
+_add("news: --out with a lone surrogate", (["news", "{F}", "{F}", "--dry-run", "--out", _SUR],
+                                           {"r.json": json.dumps(_GOOD_REPORT).encode()}), "lone surrogate")
+
 # --- news --repo: what gh gets as --repo=VALUE is OWNER/NAME, never an option or a path ------------------
 for _repo in ("--help", "-R", "o/r --title x", "../../x", "https://github.com/o/r", "o/r\n"):
     _add(f"news: --repo {_repo!r}", (["news", "{F}", "{F}", "--dry-run", f"--repo={_repo}", "--out", "{T}/n"],

@@ -370,7 +370,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                             progress=progress, weighted=args.jobs is None, xdist=args.xdist,
                                             build_only=args.build_only)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
-            return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
+            return _worker_errors(errors, cells, files, codes, args.out)
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
             return max(_news_exit(files, args.expectations), 1 if any(codes) else 0)
         _note_replaced_report(report_dir, cells, progress.console)
@@ -379,6 +379,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         return report_command(files, report_dir, args.expectations)
     return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
                        else CellProgress(verbose=args.verbose))
+
+
+def _worker_errors(errors: list[str], cells: list, files: list[Path], codes: list[int], out: Path) -> int:
+    """A -j run some of whose workers stopped on bad input (or a harness bug): one line saying which and why,
+    which cells finished (their results files are kept: `harness report` makes their report) and which never
+    started; exit 2, or 3 where a worker's own exit says the harness has a bug. No report of a partial run
+    replaces the last whole one."""
+    done = [f for f, c in zip(files, codes) if c in (0, 1)]
+    started = {f.stem for f in files}
+    never = [c.name for c in cells if c.name not in started]
+    parts = ["; ".join(errors)]
+    if done:
+        parts.append(f"{len(done)} cells finished, their results kept (harness report {out / 'results'}/CELL.jsonl "
+                     f"--out {out}): {', '.join(f.stem for f in done)}"[:600])
+    if never:
+        parts.append(f"not started: {', '.join(never)}"[:300])
+    print(f"error: {_one_line(' | '.join(parts))}", file=sys.stderr)
+    worst = [c for c in codes if c > 1]
+    return 3 if 3 in worst else 2
 
 
 def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> int:

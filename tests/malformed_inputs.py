@@ -330,6 +330,12 @@ _add("run: --out with a lone surrogate", (["run", "--cell", "jax060-cpu", "--bui
 _add("news: --out with a lone surrogate", (["news", "{F}", "{F}", "--dry-run", "--out", _SUR],
                                            {"r.json": json.dumps(_GOOD_REPORT).encode()}), "lone surrogate")
 
+# --- a -j worker that stops on bad input: one `error:` line (the worker's reason, what finished), exit 2 --
+_TWO_CELLS = b"include:\n  - {name: a-cpu, pins: {jax: 0.6.0}}\n  - {name: b-cpu, pins: {jax: 0.6.0}}\n"
+_add("run -j 2: one cell's results file is a folder", (["run", "--matrix", "{F}", "-j", "2", "--build-only", "--out", "{T}/o"],
+                                                       {"m.yaml": _TWO_CELLS, "o/results/b-cpu.jsonl/x": b""}),
+     "b-cpu: ")
+
 # --- news --repo: what gh gets as --repo=VALUE is OWNER/NAME, never an option or a path ------------------
 for _repo in ("--help", "-R", "o/r --title x", "../../x", "https://github.com/o/r", "o/r\n"):
     _add(f"news: --repo {_repo!r}", (["news", "{F}", "{F}", "--dry-run", f"--repo={_repo}", "--out", "{T}/n"],

@@ -44,8 +44,35 @@ environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (def
 """
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's `store`, but an option given twice with two values (`--out A --out B`, `--good 0.5 --good=0.6`)
+    is ambiguous: refused in one line (argparse keeps the last silently). The same value twice is not."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        given = namespace.__dict__.setdefault(_GIVEN, {})
+        if option_string is not None and self.dest in given and given[self.dest] != values:
+            parser.error(f"{option_string} given twice ({ascii(str(given[self.dest]))} and {ascii(str(values))}); "
+                         "give it once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+_GIVEN = "_seams_given_once"
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (like every other bad input), exit status 2."""
+    """argparse, but a usage error is one line (like every other bad input), exit status 2, and a
+    single-valued option given twice with two values is refused (_StoreOnce)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, rest = super().parse_known_args(args, namespace)
+        ns.__dict__.pop(_GIVEN, None)
+        return ns, rest
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")

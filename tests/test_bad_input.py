@@ -88,7 +88,12 @@ def test_usage_errors_are_one_line_exit_2():
     for argv, expected in ((["frobnicate"], "invalid choice: 'frobnicate'"), (["run", "--frob"], "unrecognized arguments: --frob"),
                            (["run", "--timeout", "-5"], "-5 must be a positive number of seconds"),
                            (["run", "--timeout", "true"], "'true' is not a whole number of seconds"),
-                           (["matrix", "--format", "xml"], "invalid choice: 'xml'"), ([], "required")):
+                           (["matrix", "--format", "xml"], "invalid choice: 'xml'"), ([], "required"),
+                           # a single-valued option given twice with two values is ambiguous (argparse kept the last)
+                           (["matrix", "--format", "json", "--format=tox"], "--format given twice ('json' and 'tox')"),
+                           (["report", "r.jsonl", "--out", "a", "--out", "b"], "--out given twice"),
+                           (["bisect", "--good", "0.5.3", "--good=0.6.0", "--", "x"], "--good given twice"),
+                           (["run", "--timeout", "5", "--timeout", "6"], "--timeout given twice")):
         proc = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=REPO, capture_output=True, text=True)
         lines = proc.stderr.splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (argv, proc.stderr)

@@ -284,9 +284,10 @@ def _prepare(cell, progress):
 
 
 def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
-    """Fill an unset `run` option from its SEAMS_* variable (how tox users pass harness options)."""
+    """Fill an unset `run` option from its SEAMS_* variable (how tox users pass harness options). Both given
+    with two values is ambiguous: one line (as `--with` and SEAMS_WITH together are)."""
     raw = os.environ.get(var, "").strip()
-    if getattr(args, attr) is not None or not raw:
+    if not raw:
         return
     try:
         value = int(raw)
@@ -294,6 +295,10 @@ def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
         value = 0
     if value < 1:
         raise UserError(f"{var}={raw!r}: expected a whole number of at least 1")
+    given = getattr(args, attr)
+    if given is not None and given != value:
+        flag = "-j" if attr == "jobs" else f"--{attr}"
+        raise UserError(f"{flag} {given} and {var}={raw} disagree; give one (or the same value)")
     setattr(args, attr, value)
 
 

@@ -212,3 +212,16 @@ def test_declared_ids_read_the_suites_parametrize_statically():
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
                 ids = declared_ids(f"{rel}::{node.name}")
                 assert ids is None or (ids and all(isinstance(i, str) for i in ids))
+
+
+@pytest.mark.parametrize("flag,var", [("--timeout", "SEAMS_TIMEOUT"), ("-j", "SEAMS_JOBS")])
+def test_an_option_and_its_seams_variable_with_two_values_are_refused_in_one_line(flag, var, monkeypatch, capsys, tmp_path):
+    """`run --timeout 5` with SEAMS_TIMEOUT=9 (tox's way to pass it) is ambiguous: one line, exit 2, before any
+    cell; the same value twice passes the check."""
+    from harness.cli import main
+
+    monkeypatch.setenv(var, "9")
+    assert main(["run", "--cell", "jax060-cpu", "--build-only", flag, "5", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{flag} 5 and {var}=9 disagree" in err[0], err
+    assert not (tmp_path / "o" / "results").exists()

@@ -311,12 +311,15 @@ def _check_run_options(args: argparse.Namespace) -> None:
     from harness.run.backend import backend_timeout
 
     backend_timeout()  # a malformed SEAMS_BACKEND_TIMEOUT_S is one line before any env is built
+    raw = os.environ.get("SEAMS_XDIST", "").strip()
+    try:
+        from_env = _workers_arg(raw) if raw else None
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"SEAMS_XDIST={raw!r}: {exc}") from None
+    if args.xdist is not None and from_env is not None and args.xdist != from_env:
+        raise UserError(f"--xdist {args.xdist} and SEAMS_XDIST={raw} disagree; give one (or the same value)")
     if args.xdist is None:
-        raw = os.environ.get("SEAMS_XDIST", "").strip()
-        try:
-            args.xdist = _workers_arg(raw) if raw else "auto"
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"SEAMS_XDIST={raw!r}: {exc}") from None
+        args.xdist = "auto" if from_env is None else from_env
     if args.xdist == "auto" and os.environ.get("TOX_PARALLEL_ENV"):
         args.xdist = 0  # `tox -p` runs cells side by side already: their cores are taken
     if os.environ.get("SEAMS_VERBOSE", "").strip() not in ("", "0"):

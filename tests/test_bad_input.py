@@ -214,7 +214,7 @@ def test_declared_ids_read_the_suites_parametrize_statically():
                 assert ids is None or (ids and all(isinstance(i, str) for i in ids))
 
 
-@pytest.mark.parametrize("flag,var", [("--timeout", "SEAMS_TIMEOUT"), ("-j", "SEAMS_JOBS")])
+@pytest.mark.parametrize("flag,var", [("--timeout", "SEAMS_TIMEOUT"), ("-j", "SEAMS_JOBS"), ("--xdist", "SEAMS_XDIST")])
 def test_an_option_and_its_seams_variable_with_two_values_are_refused_in_one_line(flag, var, monkeypatch, capsys, tmp_path):
     """`run --timeout 5` with SEAMS_TIMEOUT=9 (tox's way to pass it) is ambiguous: one line, exit 2, before any
     cell; the same value twice passes the check."""

@@ -203,6 +203,7 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
     errors: list[str] = []
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     child_env.pop("SEAMS_JOBS", None)
+    child_env.pop("SEAMS_XDIST", None)  # each worker gets its own --xdist (resolved here with its neighbours)
     budget = float(cores())
     # SIGTERM and SIGHUP end the run like Ctrl-C (every worker is stopped first), unless the CLI
     # already installed handlers of its own that do so.

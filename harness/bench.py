@@ -34,6 +34,7 @@ from typing import Callable
 
 from harness.paths import REPO
 from harness.errors import UserError
+from harness.safeio import atomic_write, refuse_special
 
 SECTIONS = ("startup", "env", "floor", "matrix", "bisect", "report", "sweep", "parallel", "xdist", "xdist-load", "reduce")
 JAX_ONLY_CELLS = ("jax053-cpu", "jax060-cpu", "jax072-cpu", "jax0102-cpu")
@@ -350,6 +351,9 @@ def bench_reduce(results: Path | None) -> dict:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the chosen sections, print a table, write JSON."""
+    # A symlink, FIFO or folder where --json goes: refused in one line before the first section (they take
+    # minutes), never written through (it used to be, after every section had run).
+    refuse_special(args.json)
     sections = args.sections or list(SECTIONS)
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
@@ -372,7 +376,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
         print(json.dumps({name: results[name]}, indent=1, default=str), file=sys.stderr, flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=1, default=str))
+    refuse_special(args.json)
+    atomic_write(args.json, json.dumps(results, indent=1, default=str))  # one rename, never through a symlink
     _print_table(results)
     return 0
 

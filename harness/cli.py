@@ -44,8 +44,35 @@ environment: SEAMS_COLLECT_TIMEOUT_S (default 300) and SEAMS_EXIT_TIMEOUT_S (def
 """
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's `store`, but an option given twice with two values (`--out A --out B`, `--good 0.5 --good=0.6`)
+    is ambiguous: refused in one line (argparse keeps the last silently). The same value twice is not."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        given = namespace.__dict__.setdefault(_GIVEN, {})
+        if option_string is not None and self.dest in given and given[self.dest] != values:
+            parser.error(f"{option_string} given twice ({ascii(str(given[self.dest]))} and {ascii(str(values))}); "
+                         "give it once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+_GIVEN = "_seams_given_once"
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (like every other bad input), exit status 2."""
+    """argparse, but a usage error is one line (like every other bad input), exit status 2, and a
+    single-valued option given twice with two values is refused (_StoreOnce)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, rest = super().parse_known_args(args, namespace)
+        ns.__dict__.pop(_GIVEN, None)
+        return ns, rest
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
@@ -257,9 +284,10 @@ def _prepare(cell, progress):
 
 
 def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
-    """Fill an unset `run` option from its SEAMS_* variable (how tox users pass harness options)."""
+    """Fill an unset `run` option from its SEAMS_* variable (how tox users pass harness options). Both given
+    with two values is ambiguous: one line (as `--with` and SEAMS_WITH together are)."""
     raw = os.environ.get(var, "").strip()
-    if getattr(args, attr) is not None or not raw:
+    if not raw:
         return
     try:
         value = int(raw)
@@ -267,6 +295,10 @@ def _env_option(args: argparse.Namespace, attr: str, var: str) -> None:
         value = 0
     if value < 1:
         raise UserError(f"{var}={raw!r}: expected a whole number of at least 1")
+    given = getattr(args, attr)
+    if given is not None and given != value:
+        flag = "-j" if attr == "jobs" else f"--{attr}"
+        raise UserError(f"{flag} {given} and {var}={raw} disagree; give one (or the same value)")
     setattr(args, attr, value)
 
 
@@ -279,12 +311,15 @@ def _check_run_options(args: argparse.Namespace) -> None:
     from harness.run.backend import backend_timeout
 
     backend_timeout()  # a malformed SEAMS_BACKEND_TIMEOUT_S is one line before any env is built
+    raw = os.environ.get("SEAMS_XDIST", "").strip()
+    try:
+        from_env = _workers_arg(raw) if raw else None
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"SEAMS_XDIST={raw!r}: {exc}") from None
+    if args.xdist is not None and from_env is not None and args.xdist != from_env:
+        raise UserError(f"--xdist {args.xdist} and SEAMS_XDIST={raw} disagree; give one (or the same value)")
     if args.xdist is None:
-        raw = os.environ.get("SEAMS_XDIST", "").strip()
-        try:
-            args.xdist = _workers_arg(raw) if raw else "auto"
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"SEAMS_XDIST={raw!r}: {exc}") from None
+        args.xdist = "auto" if from_env is None else from_env
     if args.xdist == "auto" and os.environ.get("TOX_PARALLEL_ENV"):
         args.xdist = 0  # `tox -p` runs cells side by side already: their cores are taken
     if os.environ.get("SEAMS_VERBOSE", "").strip() not in ("", "0"):
@@ -370,7 +405,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                             progress=progress, weighted=args.jobs is None, xdist=args.xdist,
                                             build_only=args.build_only)
         if errors:  # a worker hit bad input or a harness bug: no report from a partial run
-            return max(c for c in codes if c not in (0, 1)) if any(c > 1 for c in codes) else 3
+            return _worker_errors(errors, cells, files, codes, args.out)
         if args.no_report:  # each worker judged its cell; say what the news is, as a serial run does
             return max(_news_exit(files, args.expectations), 1 if any(codes) else 0)
         _note_replaced_report(report_dir, cells, progress.console)
@@ -379,6 +414,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         return report_command(files, report_dir, args.expectations)
     return _run_serial(cells, args, report_dir, EventStream() if args.progress_events
                        else CellProgress(verbose=args.verbose))
+
+
+def _worker_errors(errors: list[str], cells: list, files: list[Path], codes: list[int], out: Path) -> int:
+    """A -j run some of whose workers stopped on bad input (or a harness bug): one line saying which and why,
+    which cells finished (their results files are kept: `harness report` makes their report) and which never
+    started; exit 2, or 3 where a worker's own exit says the harness has a bug. No report of a partial run
+    replaces the last whole one."""
+    done = [f for f, c in zip(files, codes) if c in (0, 1)]
+    started = {f.stem for f in files}
+    never = [c.name for c in cells if c.name not in started]
+    parts = ["; ".join(errors)]
+    if done:
+        parts.append(f"{len(done)} cells finished, their results kept (harness report {out / 'results'}/CELL.jsonl "
+                     f"--out {out}): {', '.join(f.stem for f in done)}"[:600])
+    if never:
+        parts.append(f"not started: {', '.join(never)}"[:300])
+    print(f"error: {_one_line(' | '.join(parts))}", file=sys.stderr)
+    worst = [c for c in codes if c > 1]
+    return 3 if 3 in worst else 2
 
 
 def _news_exit(files: list[Path], expectations: Path, quiet: bool = False) -> int:
@@ -538,8 +592,28 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _unencodable_word(argv: Sequence[str]) -> str | None:
+    """One line for the first argument no file system encoding can take (a lone surrogate such as \\ud800 in
+    a str given in-process: a real command line cannot hold one, Python decodes argv's bytes with
+    surrogateescape), else None. Refused before anything runs: it would fail in whichever call first
+    encodes it (a path's open, a subprocess's argv) as an internal error."""
+    for i, word in enumerate(argv):
+        try:
+            os.fsencode(word)
+        except UnicodeEncodeError as exc:
+            return (f"argument {i + 1} ({ascii(word)[:80]}) holds {ascii(word[exc.start:exc.end])[1:-1]}, which is not "
+                    "text a command line or a file name can hold (a lone surrogate); give it as text")
+        except TypeError:
+            return f"argument {i + 1} is a {type(word).__name__}, not text"
+    return None
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    bad = _unencodable_word(sys.argv[1:] if argv is None else list(argv))
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     from harness import lifeline
@@ -572,9 +646,23 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if _too_many_digits(exc) and not os.environ.get("SEAMS_DEBUG"):  # bad input wherever it was parsed
             print(f"error: {_one_line(str(_too_many_digits(exc)))}", file=sys.stderr)
             return 2
+        if _lone_surrogate(exc) and not os.environ.get("SEAMS_DEBUG"):
+            print(f"error: {_one_line(str(_lone_surrogate(exc)))}", file=sys.stderr)
+            return 2
         return _internal(exc)
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
+
+
+def _lone_surrogate(exc: ValueError) -> UserError | None:
+    """A UserError for text from the input (a JSON string's `\\ud800` escape, a path built from one) that a
+    file name, a subprocess's argv or an encoded output cannot hold; the harness makes no surrogates itself.
+    Else None."""
+    if not isinstance(exc, UnicodeEncodeError) or "surrogates not allowed" not in str(exc):
+        return None
+    bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+    return UserError(f"a value in the input holds {ascii(bad)[1:-1] or 'a lone surrogate'} (a lone surrogate), "
+                     f"which no file name or command line can hold: {ascii(exc.object)[:120]}")
 
 
 def _too_many_digits(exc: ValueError) -> UserError | None:

@@ -298,7 +298,8 @@ _add("bisect: --subdir leaving the repository", _bisect(SHARD, "--commits", "--r
 _DIGITS = "0." + "9" * 5000
 _add("matrix: a pin of 5000 digits", _matrix(f"include:\n  - {{name: a-cpu, pins: {{jax: '{_DIGITS}'}}}}\n"), "more than 4300 digits")
 _add("results: a pin of 5000 digits", _results(_report_call(), start={**_START, "pins": {"jax": _DIGITS}}), "more than 4300 digits")
-_add("bisect: --good of 5000 digits", _bisect(SHARD, "--good", _DIGITS), "more than 4300 digits")
+_add("bisect: --good of 5000 digits", (["bisect", SHARD, "--package", "jax", "--good", _DIGITS, "--bad", "0.6.0"], {}),
+     "more than 4300 digits")
 _add("bisect: --from-report with a pin of 5000 digits",
      (["bisect", "--from-report", "{F}", "--cell", "a-cpu", "--case", SHARD, "--good", "0.5.3"],
       {"r.json": json.dumps(_report_with(cells__0__pins={"jax": _DIGITS}, cases__0__id=SHARD)).encode()}),
@@ -314,6 +315,27 @@ _add("history: --out of 5000 characters", (["history", "{F}", "--out", _LONG], {
 _add("diff: --markdown of 5000 characters", (["diff", "{F}", "{F}", "--markdown", _LONG], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
      "File name too long")
 _add("reduce: a script path of 5000 characters", (["reduce", _LONG], {}), "File name too long")
+
+# --- a lone surrogate in a path given in-process (main(argv) from Python; a real argv cannot hold one) --
+_SUR = "{T}/x\ud800y"
+_add("validate: a file name with a lone surrogate", (["validate", _SUR], {}), "lone surrogate")
+_add("matrix: --matrix with a lone surrogate", (["matrix", "--matrix", _SUR], {}), "lone surrogate")
+_add("report: --out with a lone surrogate", (["report", "{F}", "--out", _SUR], _results(_report_call())[1]), "lone surrogate")
+_add("history: --out with a lone surrogate", (["history", "{F}", "--out", _SUR], {"r.json": json.dumps(_GOOD_REPORT).encode()}),
+     "lone surrogate")
+_add("diff: --markdown with a lone surrogate", (["diff", "{F}", "{F}", "--markdown", _SUR],
+                                                {"r.json": json.dumps(_GOOD_REPORT).encode()}), "lone surrogate")
+_add("reduce: a script path with a lone surrogate", (["reduce", _SUR], {}), "lone surrogate")
+_add("run: --out with a lone surrogate", (["run", "--cell", "jax060-cpu", "--build-only", "--out", _SUR], {}),
+     "lone surrogate")
+_add("news: --out with a lone surrogate", (["news", "{F}", "{F}", "--dry-run", "--out", _SUR],
+                                           {"r.json": json.dumps(_GOOD_REPORT).encode()}), "lone surrogate")
+
+# --- a -j worker that stops on bad input: one `error:` line (the worker's reason, what finished), exit 2 --
+_TWO_CELLS = b"include:\n  - {name: a-cpu, pins: {jax: 0.6.0}}\n  - {name: b-cpu, pins: {jax: 0.6.0}}\n"
+_add("run -j 2: one cell's results file is a folder", (["run", "--matrix", "{F}", "-j", "2", "--build-only", "--out", "{T}/o"],
+                                                       {"m.yaml": _TWO_CELLS, "o/results/b-cpu.jsonl/x": b""}),
+     "b-cpu: ")
 
 # --- news --repo: what gh gets as --repo=VALUE is OWNER/NAME, never an option or a path ------------------
 for _repo in ("--help", "-R", "o/r --title x", "../../x", "https://github.com/o/r", "o/r\n"):

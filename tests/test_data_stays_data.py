@@ -705,6 +705,27 @@ def test_a_hostile_command_line_value_never_runs(slot, value, monkeypatch):
         s.close()
 
 
+# Odd text a str argv can hold in-process (main(argv) from Python) but a real command line cannot, or can:
+# a lone surrogate (not surrogateescape's \udc80-\udcff range: no file system encoding takes it), a
+# surrogateescape'd byte, a right-to-left override, a newline.
+ODD_TEXT = ["x\ud800y", "\udfff", "a\udcffb", "\u202eevil", "a\nb"]
+
+
+@pytest.mark.parametrize("slot", CLI_SLOTS, ids=lambda s: f"{s[0]} {s[1]}")
+@pytest.mark.parametrize("odd", ODD_TEXT, ids=ascii)
+def test_odd_text_in_any_command_line_value_is_never_an_internal_error(slot, odd, monkeypatch):
+    """Each value of report, bisect, news --dry-run, reduce and run holding a lone surrogate (or other odd text)
+    in turn, given in-process: exit 0, 1 or 2 in one line, never 3 (a lone surrogate in a path was exit 3:
+    UnicodeEncodeError from the file system call)."""
+    s = Scratch()
+    try:
+        argv = _cli_argv(s, *slot, odd)
+        with _sealed(monkeypatch, s, bisect_stand_in=slot[0] == "news"):
+            _refused_or_done(argv)
+    finally:
+        s.close()
+
+
 def test_every_input_kind_and_option_is_drawn():
     """The fields and options come from the loaders and parsers: one added there is drawn here."""
     assert ("include", ITEM, "env", KEY) in MATRIX_FIELDS and ("stacks", VALUE, "pins", VALUE) in MATRIX_FIELDS

@@ -402,3 +402,49 @@ def test_reduce_refuses_a_symlink_where_its_outputs_go_before_reducing_anything(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and says in err[0], err
     assert elsewhere.read_text() == "not the harness's"
+
+
+def _news_nights(tmp_path: Path, items: int) -> tuple[str, str]:
+    """An old and a new report.json with `items` news items (tests/test_filing.py's nights)."""
+    import json
+
+    from tests.test_filing import _night
+
+    cases = [f"suites/a.py::test_{i}" for i in range(items)]
+    old, new = tmp_path / f"old{items}.json", tmp_path / f"new{items}.json"
+    old.write_text(json.dumps(_night(1, "0.6.0", {c: "pass" for c in cases})))
+    new.write_text(json.dumps(_night(2, "0.7.2", {c: "fail" for c in cases})))
+    return str(old), str(new)
+
+
+def test_news_replaces_its_items_as_a_whole_and_removes_the_folders_earlier_versions_left(tmp_path):
+    """`news --out` writes the night's items (itemN/issue.md) as one set, OUT/news-set/: a night with fewer
+    items leaves no item of the last one; the per-night `news-XXXXXXXX` folders earlier versions made (one
+    more each night, never removed) are gone, anything else in --out stays."""
+    from harness.nightly.filing import NEWS_SET
+
+    out = tmp_path / "news"
+    (out / "news-abc_1234" / "item1").mkdir(parents=True)  # an earlier version's night
+    (out / "news-abc_1234" / "item1" / "issue.md").write_text("old")
+    (out / "news-notmine").mkdir()  # not the shape mkdtemp gave: not news's
+    (out / "mine.txt").write_text("kept")
+    assert main(["news", *_news_nights(tmp_path, 3), "--no-bisect", "--dry-run", "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / NEWS_SET).iterdir()) == ["item1", "item2", "item3"]
+    assert main(["news", *_news_nights(tmp_path, 2), "--no-bisect", "--dry-run", "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / NEWS_SET).iterdir()) == ["item1", "item2"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([NEWS_SET, "news-notmine", "mine.txt"])
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+def test_a_kill_at_any_step_of_news_leaves_the_old_item_set_or_the_new_one(tmp_path, exchange):
+    """news killed before each of its file system calls: OUT/news-set/ is the previous night's items or
+    tonight's, never a mix (without RENAME_EXCHANGE, also none, put back by the next run)."""
+    from harness.nightly.filing import NEWS_SET
+
+    template = tmp_path / "template"
+    assert main(["news", *_news_nights(tmp_path, 3), "--no-bisect", "--dry-run", "--out", str(template)]) == 0
+    night = _news_nights(tmp_path, 2)
+    states = _kill_at_every_step(tmp_path, template,
+                                 lambda out: ["news", *night, "--no-bisect", "--dry-run", "--out", str(out)],
+                                 {NEWS_SET: True}, exchange)
+    print(f"news, exchange={exchange}: killed at {len(states) - 1} steps: {states[:-1]}")

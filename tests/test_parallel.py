@@ -130,7 +130,10 @@ def test_a_worker_that_cannot_run_its_cell_fails_the_run_without_a_report(tmp_pa
     with FileLock(str(out / "results" / "jax053-cpu.jsonl.lock")):  # another run is writing that cell
         proc = _run(out, 2, "-k", "linearize_transpose and base")
     assert proc.returncode == 2, proc.stderr
-    assert "jax053-cpu: exit 2" in proc.stderr and "another run" in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]  # one error line, the last: the worker's reason, what finished
+    assert last.startswith("error: jax053-cpu: ") and "another run" in last and "(exit 2)" in last, proc.stderr
+    assert "finished, their results kept" in last and last.endswith(": jax060-cpu"), last
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("error")] == [last], proc.stderr
     assert not (out / "report.json").exists(), "no report from a partial run"
 
 

@@ -168,3 +168,20 @@ def test_history_never_replaces_a_special_file_among_its_pages(tmp_path, kind, n
     assert sorted((p.name, os.lstat(p).st_ino) for p in out.iterdir()) == before, "left as it was"
     if kind == "symlink-out":
         assert (tmp_path / "precious").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bench_never_writes_its_json_through_a_special_file_and_says_so_before_any_section(tmp_path, kind, capsys):
+    """`harness bench --json PATH`: a symlink, FIFO, socket, device or folder there is refused in one line
+    before the first section runs (sections take minutes); it was written through (a FIFO: blocked) at the end."""
+    from harness.cli import main
+
+    path = tmp_path / "bench.json"
+    _special(kind, path, tmp_path)
+    before = os.lstat(path)
+    assert main(["bench", "--json", str(path), "startup"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()  # one line: no section started ("bench startup ...")
+    assert len(err) == 1 and err[0].startswith("error: ") and "bench.json: is a" in err[0], err
+    assert (before.st_ino, before.st_mode) == (os.lstat(path).st_ino, os.lstat(path).st_mode), "left as it was"
+    if kind == "symlink-out":
+        assert (tmp_path / "precious").read_text() == "keep me"

@@ -34,7 +34,7 @@ from harness import lifeline
 from harness.redact import redact
 from harness.cells.cell import IMPORT_NAMES, PYTHON, Cell
 from harness.cells.devices import runtime_packages
-from harness.cells.startup_env import drop_startup_vars
+from harness.cells.startup_env import build_env, drop_startup_vars
 
 MARKER = "xla-seams-env.json"
 MANIFEST_VERSION = 1
@@ -370,8 +370,8 @@ def _build_wheel(pkg: str, tree: Path, dest: Path, log: Callable[[str], None],
     benv = _build_env(requires, log)
     out = dest / f"{tree.name}-wheel"
     uv = uv_executable()
-    env = {**os.environ, "VIRTUAL_ENV": str(benv), **(version_env or {})}  # the commit's version (sources.build_env_for)
-    env.pop("PYTHONPATH", None)
+    # the commit's version (sources.build_env_for); nothing else of the caller's but the allow-list
+    env = build_env(dict(os.environ), {"VIRTUAL_ENV": str(benv), **(version_env or {})})
     log(f"building {pkg} from {tree.name}")
     proc = _run([uv, "build", "--wheel", "--offline", "--no-build-isolation", "--python",
                  str(benv / "bin" / "python"), "--out-dir", str(out), str(tree)], env, 1800, f"building {pkg}")
@@ -407,8 +407,7 @@ def _build_env(requires: list[str], log: Callable[[str], None]) -> Path:
         log(f"creating the build env for {', '.join(requires)}")
         try:
             uv = uv_executable()
-            env = {**os.environ, "VIRTUAL_ENV": str(tmp)}
-            env.pop("PYTHONPATH", None)
+            env = build_env(dict(os.environ), {"VIRTUAL_ENV": str(tmp)})
             if _run([uv, "venv", "--quiet", "--python", PYTHON, str(tmp)], env, 600, "creating a build env").returncode:
                 raise EnvError("uv could not create a build env")
             install = [uv, "pip", "install", "--quiet", "--python", str(tmp / "bin" / "python"), "--", *requires]
@@ -451,8 +450,7 @@ def _build(cell: Cell, root: Path, final: Path, log: Callable[[str], None], fres
 
 def _uv_install(cell: Cell, target: Path, fresh: bool = False, installed_from: dict[str, Path] | None = None) -> None:
     uv = uv_executable()
-    run_env = {**os.environ, "VIRTUAL_ENV": str(target)}
-    run_env.pop("PYTHONPATH", None)
+    run_env = build_env(dict(os.environ), {"VIRTUAL_ENV": str(target)})  # startup_env.BUILD_ALLOWED
     _uv(cell, [uv, "venv", "--quiet", "--relocatable", "--python", PYTHON, str(target)], run_env)
     install = [uv, "pip", "install", "--quiet", "--python", str(target / "bin" / "python")]
     # --opt=VALUE: a matrix's value is never read as an option of its own

@@ -35,14 +35,13 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from harness.cells.cell import IMPORT_NAMES, Cell, is_url as _is_url
+from harness.cells.startup_env import build_env
 from harness.errors import UserError
 from harness.redact import redact
 
 KINDS = ("wheel", "path", "git")
 _SKIP_DIRS = {"__pycache__", ".git", "build", "dist", ".eggs", ".tox", ".venv"}
 _GIT_TIMEOUT_S = 600
-# git must not read a repository from the caller's environment (GIT_DIR set by a hook, say).
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
 
 
 class SourceError(UserError):
@@ -166,7 +165,7 @@ def _repo_location(text: str, base: Path) -> str:
 # ---------------------------------------------------------------- git
 
 def _git(repo: str | Path, *args: str, check: bool = True, binary: bool = False) -> Any:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    env = build_env(dict(os.environ))  # startup_env.BUILD_ALLOWED: no GIT_DIR, GIT_CONFIG_*, ...
     try:
         proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=env,
                               text=not binary, timeout=_GIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -600,7 +599,7 @@ def materialize(package: str, src: dict[str, Any], dest: Path) -> Path:
         return out
     repo = local_repo(src["location"], src["sha"])
     treeish = f"{src['sha']}:{src['subdir']}" if src.get("subdir") else src["sha"]
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    env = build_env(dict(os.environ))  # startup_env.BUILD_ALLOWED: no GIT_DIR, GIT_CONFIG_*, ...
     proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", treeish, "--", *src["paths"]],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL)
     try:

@@ -73,3 +73,53 @@ def drop_startup_vars(env: dict[str, str]) -> tuple[dict[str, str], dict[str, st
     """(the caller's variables a cell may see, the telling ones dropped with their values, credentials masked)."""
     kept, named, _gone = caller_env(env)
     return kept, named
+
+
+# What of the caller's environment building an env sees (uv, git, a source package's build backend): an
+# allow-list too, decided per family of variables, so that a stray variable in the operator's shell cannot
+# change what a cell installs without it being recorded (issue 31).
+#   passed - where things are and who runs: PATH (uv, git, a compiler), HOME (uv's default cache, git's
+#            own config and credential helpers), USER, LOGNAME; the locale and TZ (messages only); TMPDIR,
+#            TMP, TEMP (scratch space);
+#          - how the network is reached, never which index: the proxy variables, SSL_CERT_FILE,
+#            SSL_CERT_DIR, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, UV_NATIVE_TLS (trust the system's store);
+#          - where uv keeps its cache: UV_CACHE_DIR, XDG_CACHE_HOME (a cache holds what an index served;
+#            the installed versions are checked against the pins afterwards);
+#          - how git authenticates to a private repository: SSH_AUTH_SOCK, GIT_SSH, GIT_SSH_COMMAND,
+#            GIT_ASKPASS, SSH_ASKPASS, GIT_TERMINAL_PROMPT (the commit is named by its sha, whoever serves it).
+#   dropped - every other UV_* (UV_INDEX_URL, UV_EXTRA_INDEX_URL, UV_CONSTRAINT, UV_OVERRIDE, UV_PYTHON,
+#            UV_PRERELEASE, UV_RESOLUTION, UV_EXCLUDE_NEWER, UV_NO_BUILD_ISOLATION, UV_CONFIG_FILE...: each
+#            changes what is resolved; the cell's index and find-links come from the matrix) and UV_* names
+#            with no meaning yet; PIP_* (a build backend that calls pip reads them); PYTHON* and LD_PRELOAD /
+#            LD_LIBRARY_PATH / LD_AUDIT (what Python or a loaded library runs); VIRTUAL_ENV and CONDA_* (which
+#            env uv writes into: the harness names it); CC, CXX, CFLAGS, CXXFLAGS, LDFLAGS, CPPFLAGS, MAKEFLAGS,
+#            CMAKE_*, BAZEL*, and a package's own build switches (JAX_*, WHEEL_VERSION_SUFFIX, TORCH_*,
+#            XLA_*, BUILD_*, USE_*: what a build backend compiles or how it names the version; the harness
+#            sets WHEEL_VERSION_SUFFIX and JAX_GIT_HASH itself); GIT_DIR, GIT_WORK_TREE, GIT_CONFIG_*,
+#            GIT_CONFIG_PARAMETERS, GIT_ALTERNATE_OBJECT_DIRECTORIES (which repository git reads, or its
+#            config: `url.X.insteadOf` would fetch another repository); SEAMS_* but the containment mark (the harness's, not the tools').
+# What passes is recorded in the cell's CellStart (`build_env`, credentials masked) and shown in the report.
+BUILD_ALLOWED = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "UV_NATIVE_TLS",
+    "UV_CACHE_DIR", "XDG_CACHE_HOME",
+    "SSH_AUTH_SOCK", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_TERMINAL_PROMPT",
+    "SEAMS_OWNER",  # containment's mark (harness.lifeline), nothing a tool reads
+})
+BUILD_ALLOWED_PREFIXES = ("LC_",)
+
+
+def build_passed(env: dict[str, str]) -> dict[str, str]:
+    """The caller's variables an env build sees (BUILD_ALLOWED, LC_*), as they are."""
+    return {k: v for k, v in env.items() if k in BUILD_ALLOWED or k.startswith(BUILD_ALLOWED_PREFIXES)}
+
+
+def build_env(env: dict[str, str], own: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of uv, git or a build backend: the caller's allowed variables and the harness's own."""
+    return {**build_passed(env), **(own or {})}
+
+
+def build_env_record(env: dict[str, str]) -> dict[str, str]:
+    """What CellStart records of an env build's environment: each passed variable, credentials masked."""
+    return {k: redact(v)[:300] for k, v in sorted(build_passed(env).items())}

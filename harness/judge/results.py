@@ -87,6 +87,7 @@ class CellResults:
     collected_ids: list[str] | None = None  # what the first pytest of the cell collected
     selection: dict[str, Any] | None = None  # what narrowed that collection (-k, -m, paths), as the plugin saw it
     env_verified: dict[str, str] = field(default_factory=dict)  # --build-only: what the env check found installed
+    build_env: dict[str, str] = field(default_factory=dict)  # the caller's variables uv and git saw (CellStart)
 
     def versions(self) -> dict[str, str]:
         """Installed versions as the run reported them, else as the env check found them (--build-only),
@@ -222,7 +223,9 @@ def read_results(path: Path) -> CellResults:
                               run_id=str(rec.get("run_id") or ""),
                               floating={str(k): str(v) for k, v in (rec.get("floating") or {}).items()}
                               if isinstance(rec.get("floating"), dict) else {},
-                              sources=_sources(rec.get("sources")))
+                              sources=_sources(rec.get("sources")),
+                              build_env={str(k): str(v) for k, v in (rec.get("build_env") or {}).items()}
+                              if isinstance(rec.get("build_env"), dict) else {})
             continue
         if kind == "CellStart":
             raise UserError(f"{path}:{i}: a second CellStart: two runs were written into one file")

@@ -21,7 +21,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -423,7 +422,33 @@ def cmd_file_news(args: argparse.Namespace) -> int:
     if args.repo is not None and not _GH_REPO.fullmatch(args.repo):
         raise UserError(f"--repo {args.repo!r}: give OWNER/NAME (or HOST/OWNER/NAME) of a GitHub repository")
     commits = parse_commits(args.commits)
-    args.out.mkdir(parents=True, exist_ok=True)
-    file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,
-              Path(tempfile.mkdtemp(prefix="news-", dir=args.out)), commits=commits, use_reduced=args.reduced)
+    from harness.safeio import replacing_set
+
+    # The night's items (itemN/: the bisection, issue.md) are one set, OUT/news-set/, replaced as a whole
+    # when news ends (safeio.replacing_set, as the report, history and bisect sets are): an earlier night's
+    # item4 is gone when tonight has three items; a news that fails or is killed leaves the previous set.
+    with replacing_set(args.out, NEWS_ENTRIES, NEWS_SET) as stage:
+        file_news(args.old, args.new, args.max, args.budget, args.repo, args.dry_run, not args.no_bisect,
+                  stage, commits=commits, use_reduced=args.reduced)
+    _remove_legacy_news(args.out)
     return 0
+
+
+NEWS_SET = "news-set"
+NEWS_ENTRIES: dict[str, bool] = {}  # readers open OUT/news-set/itemN/ (no names beside it)
+# What earlier versions left in --out: one `news-XXXXXXXX` folder (tempfile.mkdtemp) per night, never removed.
+_LEGACY_NEWS = re.compile(r"news-[a-z0-9_]{8}")
+
+
+def _remove_legacy_news(out: Path) -> None:
+    """Remove the per-night folders earlier versions made in --out (a real folder named news-XXXXXXXX holding
+    only itemN folders); anything else there is not news's and stays. Symlinks are never followed."""
+    for entry in os.scandir(out):
+        if not (_LEGACY_NEWS.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)):
+            continue
+        try:
+            inside = os.listdir(entry.path)
+        except OSError:
+            continue
+        if all(re.fullmatch(r"item[0-9]+", n) for n in inside):
+            shutil.rmtree(entry.path, ignore_errors=True)

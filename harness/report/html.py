@@ -94,6 +94,7 @@ def compact_data(report: dict[str, Any]) -> dict[str, Any]:
                                      "versions", "devices", "python", "platform", "run_env", "counts",
                                      "stale_expectations", "expectation")}
                   | {"floating": c.get("floating") or {}, "sources": shown_sources(c), "head": heads[c["cell"]],
+                     "build_env": c.get("build_env") if isinstance(c.get("build_env"), dict) else {},
                      # the repro's pip line and `harness run` selection, the same as repro/CASE.md's
                      # a local source is its placeholder here too: the page is shared as an artifact
                      "install_line": shown_install_line(str(c.get("install_line") or ""), c),

@@ -82,6 +82,7 @@ def cell_summary(cell: CellResults) -> dict[str, Any]:
             "expectation": cell.expectation, "versions": info.get("versions") or cell.env_verified or {},
             "devices": info.get("devices") or {}, "python": info.get("python", ""),
             "platform": info.get("platform", ""), "run_env": info.get("env") or {},
+            **({"build_env": cell.build_env} if cell.build_env else {}),
             "results_file": str(cell.path), "started_at": cell.started_at, "duration_s": cell.duration_s,
             "stale_expectations": [s.get("id") for s in cell.stale], "floating": cell.floating,
             "source": cell.source,

@@ -34,7 +34,7 @@ from harness import __version__, faults, lifeline
 from harness.cells.cell import Cell
 from harness.cells.devices import available, not_run_reason
 from harness.cells.envs import Env, EnvError, ensure_env, verify
-from harness.cells.startup_env import caller_env, drop_startup_vars
+from harness.cells.startup_env import build_env_record, caller_env, drop_startup_vars
 from harness.errors import UserError
 from harness.redact import redact
 from harness.safeio import atomic_write, refuse_special, refuse_special_dir
@@ -271,7 +271,9 @@ def _run_locked(cell: Cell, results: Path, pytest_args: Sequence[str], judge: Ca
         append_record(tmp, {"$report_type": "CellStart", "schema_version": SCHEMA_VERSION,
                             **cell.describe(), "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                             "harness_version": __version__, "timeout_s": timeout_s, "ignored_env": _ignored_env(cell),
-                            "dropped_env": caller_env(dict(os.environ))[2], **_run_id_field()})
+                            "dropped_env": caller_env(dict(os.environ))[2],
+                            # what of the caller's environment building the env sees (startup_env.BUILD_ALLOWED)
+                            "build_env": build_env_record(dict(os.environ)), **_run_id_field()})
         faults.point("rename", results)
         os.replace(tmp, results)
     except BaseException:

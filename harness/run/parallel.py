@@ -125,6 +125,17 @@ def _read_events(proc: subprocess.Popen, cell: str, progress: CellProgress) -> N
             progress.print(f"[bold]{escape(cell)}[/]: {escape(line)}")
 
 
+def worker_error(stderr: bytes, code: int) -> str:
+    """A worker's own one-line error (its last `error: ...` or `internal error: ...` line, prefix dropped),
+    else its last line, with its exit status; printable, at most 300 characters."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    said = next((ln for ln in reversed(lines) if ln.startswith(("error: ", "internal error: "))),
+                lines[-1] if lines else "")
+    said = said.removeprefix("error: ")
+    said = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in said)[:300]
+    return f"{said} (exit {code})" if said else f"exit {code}"
+
+
 def _descendant_groups(root: int) -> set[int]:
     """Process groups of every live descendant of `root` (Linux /proc; empty elsewhere)."""
     parent: dict[int, int] = {}
@@ -192,6 +203,7 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
     errors: list[str] = []
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     child_env.pop("SEAMS_JOBS", None)
+    child_env.pop("SEAMS_XDIST", None)  # each worker gets its own --xdist (resolved here with its neighbours)
     budget = float(cores())
     # SIGTERM and SIGHUP end the run like Ctrl-C (every worker is stopped first), unless the CLI
     # already installed handlers of its own that do so.
@@ -241,8 +253,7 @@ def run_parallel(cells: Sequence[Cell], *, jobs: int, out: Path, expectations: P
                     codes[w.cell.name] = 1
                 elif w.proc.returncode not in (0, 1):  # bad input or a harness bug: the worker said why
                     w.stderr.seek(0)
-                    tail = w.stderr.read().decode("utf-8", "replace").strip().splitlines()[-3:]
-                    errors.append(f"{w.cell.name}: exit {w.proc.returncode}: " + " | ".join(tail))
+                    errors.append(f"{w.cell.name}: {worker_error(w.stderr.read(), w.proc.returncode)}")
                     progress.print(f"[bold red]{escape(errors[-1])}[/]")
                 w.stderr.close()
     except BaseException:

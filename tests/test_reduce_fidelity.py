@@ -86,7 +86,7 @@ LONGER: dict[str, tuple[int, str]] = {
     "test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement_": (
         44, "frozen checks: the placement asserts' helpers, their inputs and the eager check's Observe stay: 42 lines"),
     "suites_shard_map_test_space.py_test_pvary_with_the_check_off_transposes_once_": (
-        45, "frozen checks: the forward check's Observe stays: 37 lines, 43 before the checks' inputs were frozen"),
+        45, "frozen checks: the forward check's Observe stays: 37 lines; 43 at the budget on xla29-cpu, load 4-7"),
 }
 
 

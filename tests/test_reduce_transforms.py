@@ -317,3 +317,42 @@ def test_the_written_script_passes_in_every_cell_where_the_full_one_does(tmp_pat
         assert signature(bad.run(text, 30), text, None) == red.signature
     assert "x = [1, 2, 3]" in text and any("back to the latest one they all pass" in m for m in said), said
     assert "PASSES_IN = 'good-cpu, other-cpu'" in text
+
+
+def test_a_test_of_two_literals_becomes_the_branch_python_takes():
+    """A parameter folded into the core's body leaves `'pvary' == 'pvary'` (xla29-cpu's pvary script kept
+    it, and the helper its other branch called, at its budget): the branch taken stays, the other goes;
+    a test that reads a name, or one Python would raise on, stays as written."""
+    code = _code("""\
+        def pcast_varying():
+            pass
+        marker = getattr(jax.lax, 'pvary', None) if 'pvary' == 'pvary' else pcast_varying()
+        if 'a' in ('b', 'c'):
+            x = 1
+        if 1 != 1:
+            y = 2
+        else:
+            y = 3
+        def f():
+            if 'x' == 'x':
+                return 4
+        z = 1 if 1 in 'ab' else 2
+        w = 1 if kind == 'a' else 2
+        v = 1 if [0] == [0, 1] else 2
+    """)
+    got = t.fold_constant_tests(code)
+    assert got == _code("""\
+        def pcast_varying():
+            pass
+        marker = getattr(jax.lax, 'pvary', None)
+        y = 3
+        def f():
+            return 4
+        z = 1 if 1 in 'ab' else 2
+        w = 1 if kind == 'a' else 2
+        v = 2
+    """)
+    assert "pcast_varying" not in t.dead_code(got)  # what only the other branch used goes next
+    assert t.fold_constant_tests(_code("if n == 'a':\n    x = 1\n")) == _code("if n == 'a':\n    x = 1\n")
+    # a block left empty gets a `pass`
+    assert t.fold_constant_tests(_code("def g():\n    if 0 == 1:\n        h()\n")) == _code("def g():\n    pass\n")

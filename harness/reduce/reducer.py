@@ -226,6 +226,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         lambda b: list(transforms.inline_names(b)),
         lambda b: [transforms.merge_imports(b), transforms.unused_targets(b), transforms.inline_constants(b),
                    transforms.literal_message(b, sig.where, (first.record or {}).get("message", ""))],
+        lambda b: [transforms.fold_constant_tests(b)],
     ]
 
     # Tried one by one only (not in the composite: an unread `out, = g(t)` whose call is the failure goes too).

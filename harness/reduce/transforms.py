@@ -19,12 +19,16 @@ rewrite here may be wrong for some script; it then costs one run, never fidelity
 - `shrink_collections`: a run of items of a literal list, tuple, set or dict goes (halves first).
 - `inline_names`: a name assigned once and read once, in the statement right after it (or a
   module constant read once), is replaced by its value where the line stays short.
+- `fold_constant_tests`: a test comparing two literals (`'pvary' == 'pvary'`, left by a parameter
+  folded into the core's body) becomes the branch Python takes, in an `if` and a conditional
+  expression; the other branch and what only it used then go.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import operator
 import re
 from typing import Iterator
 
@@ -563,3 +567,51 @@ def shrink_collections(code: str, least: int = 3) -> Iterator[str]:
                 except SyntaxError:
                     continue
             chunk //= 2
+
+
+_FOLDABLE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.In: lambda a, b: a in b,
+             ast.NotIn: lambda a, b: a not in b}
+
+
+def _literal(node: ast.expr) -> tuple[bool, object]:
+    """(True, value) for a constant or a tuple/list/set of constants: nothing a comparison could call."""
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in node.elts):
+        return True, ast.literal_eval(node)
+    return False, None
+
+
+def _constant_test(test: ast.expr) -> bool | None:
+    """What a test of two literals compared (`==`, `!=`, `in`, `not in`) always gives; None for any other."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FOLDABLE):
+        return None
+    (ok_a, a), (ok_b, b) = _literal(test.left), _literal(test.comparators[0])
+    if not (ok_a and ok_b) or (type(test.ops[0]) in (ast.In, ast.NotIn) and not isinstance(b, (str, tuple, list, set))):
+        return None
+    try:
+        return bool(_FOLDABLE[type(test.ops[0])](a, b))
+    except TypeError:  # `1 in 'ab'`: Python raises, so the test is not constant
+        return None
+
+
+class _FoldTests(ast.NodeTransformer):
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        taken = _constant_test(node.test)
+        return node if taken is None else (node.body if taken else node.orelse)
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        self.generic_visit(node)
+        taken = _constant_test(node.test)
+        if taken is None:
+            return node
+        return node.body if taken else node.orelse  # an empty block left by it gets a `pass` (_fix_empty)
+
+
+def fold_constant_tests(code: str) -> str:
+    """`A if 'pvary' == 'pvary' else B` -> `A`, and an `if` of such a test -> the block it runs: a
+    comparison of two literals (a parameter folded into the core's body left it) always goes one way."""
+    tree = _FoldTests().visit(ast.parse(code))
+    _fix_empty(tree)
+    return ast.unparse(ast.fix_missing_locations(tree))

@@ -395,6 +395,8 @@ def replacing_set(out_dir: Path, entries: dict[str, bool], set_name: str, from_c
             raise UserError(f"{out_dir}: another command replaced the outputs there while this one wrote; "
                             "nothing was changed: run it again")
         publish_set(stage, out_dir, entries, set_name)
+    except BrokenPipeError:
+        raise  # the writer's own output pipe closed (`harness news | head`): the CLI says so in one line
     except OSError as exc:
         raise disk_error(exc, any_errno=True) from None
     finally:

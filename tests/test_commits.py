@@ -157,11 +157,14 @@ def test_to_commit_goes_on_from_the_releases_into_their_commits(tmp_path, monkey
 @pytest.mark.parametrize("args, why", [
     (["--good", "1.0.0", "--bad", "7.7"], "no commit, tag seamtoy-v7.7 or v7.7"),
     (["--good", "1.1.0", "--bad", "1.0.0"], "not an ancestor"),
-    (["--good", "1.0.0", "--bad", "1.1.0", "--repo", "/nonexistent/repo"], "no such folder"),
+    (["--good", "1.0.0", "--bad", "1.1.0", "REPO=/nonexistent/repo"], "no such folder"),
     (["--good", "1.0.0", "--bad", "1.1.0", "--pair", "jaxlib"], "--pair 'jaxlib'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, toy, capsys, args, why):
-    argv = ["bisect", CASE, "--commits", "--repo", str(toy.path), "--package", "seamtoy", "--out", str(tmp_path / "o"), *args]
+    # an option is given once (a second value is refused as ambiguous): REPO=PATH names the repository instead
+    repo = next((a.removeprefix("REPO=") for a in args if a.startswith("REPO=")), str(toy.path))
+    args = [a for a in args if not a.startswith("REPO=")]
+    argv = ["bisect", CASE, "--commits", "--repo", repo, "--package", "seamtoy", "--out", str(tmp_path / "o"), *args]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert why in err and err.count("\n") == 1, err
@@ -369,9 +372,9 @@ def test_bisect_reports_are_one_set_an_earlier_ones_are_gone_and_a_symlink_is_re
         raise AssertionError("probed before the outputs were checked")
     monkeypatch.setattr(Prober, "_run_test", boom)
     argv = ["bisect", CASE, "--commits", "--repo", str(toy.path), "--package", "seamtoy", "--good", "1.0.0",
-            "--bad", "1.1.0", "--out", str(out)]
+            "--bad", "1.1.0"]
     other = tmp_path / "other"
-    for extra, says in (([], "issue.md: is a symlink"),
+    for extra, says in ((["--out", str(out)], "issue.md: is a symlink"),
                         (["--out", str(other), "--markdown", str(other / "bisect.md")], "is one of the reports")):
         capsys.readouterr()
         rc = main([*argv, *extra])

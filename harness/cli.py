@@ -643,13 +643,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
               "finished results are on disk", file=sys.stderr)
         return 128 + signum
     except ValueError as exc:
-        if _too_many_digits(exc) and not os.environ.get("SEAMS_DEBUG"):  # bad input wherever it was parsed
-            print(f"error: {_one_line(str(_too_many_digits(exc)))}", file=sys.stderr)
-            return 2
-        if _lone_surrogate(exc) and not os.environ.get("SEAMS_DEBUG"):
-            print(f"error: {_one_line(str(_lone_surrogate(exc)))}", file=sys.stderr)
-            return 2
-        return _internal(exc)
+        err = _too_many_digits(exc) or _lone_surrogate(exc)  # bad input wherever it was parsed
+        if err is None or os.environ.get("SEAMS_DEBUG"):
+            return _internal(exc)
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return err.exit_code
     except Exception as exc:  # a bug in the harness itself: say so in one line, traceback on request
         return _internal(exc)
 

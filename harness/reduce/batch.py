@@ -198,7 +198,11 @@ def sorted_jobs(jobs: list[Job]) -> list[Job]:
     """The order a batch reduces in (and its outcomes come back in): by cell, then by what the script
     imports (one fork server for the run of them), then by known issue (one reduction per issue and
     cell: the first one's seeds the next with the same signature), then by name (a case's variants side by side)."""
-    return sorted(jobs, key=lambda j: (j.cell, heavy_imports(_text(j.script)), _issue(_text(j.script)), j.script.name))
+    def key(j: Job) -> tuple:
+        text = _text(j.script)  # read once per job
+        return (j.cell, heavy_imports(text), _issue(text), j.script.name)
+
+    return sorted(jobs, key=key)
 
 
 def _issue(source: str) -> str:

@@ -221,6 +221,18 @@ _IMPORTS = ["import jax, torch, torchax", "from torch.testing._internal.common_m
             "from torch.utils import _pytree as pt", "", 'if __name__ == "__main__":']
 
 
+# each check's statement, one text for the full script and the short one (a reducer's signature names the
+# statement that failed, so the two must agree word for word)
+_CHECK = {"count": "assert len(want) == len(got), f'{len(got)} output leaves where torch gives {len(want)}'",
+          "type": "assert isinstance(g, torchax.tensor.Tensor), f'output {n}: {type(g)} where a torchax Tensor is due'",
+          "shape": "assert g.shape == w.shape, f'output {n}: shape {tuple(g.shape)} where torch gives {tuple(w.shape)}'",
+          "dtype": "assert g.dtype == w.dtype, f'output {n}: dtype {g.dtype} where torch gives {w.dtype}'",
+          "values": ("torch.testing.assert_close(g, w, equal_nan=True, check_device=False, check_stride=False, "
+                     "msg=lambda m: f'output {n}: {m}', **tol)")}
+_PRNG_CHECK = "assert 'Tracer' not in type(getattr(env, 'prng_key', None)).__name__, \"the call left a JAX tracer as the env's PRNG key\""
+_TO_PLAIN = "g = g.torch() if isinstance(w, torch.Tensor) else g.torch().item() if isinstance(g, torchax.tensor.Tensor) else g"
+
+
 def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     kind, dtype, path = parts["kind"], parts["dtype"], parts["path"]
     if kind == "error":
@@ -281,21 +293,17 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
         lines += _traced(path, _call(kind, "got"), "got")
     else:
         lines += _traced(path, _TRACED_RETURN[kind], "got")
-        lines += ["got = pt.tree_leaves(got)",
-                  "assert 'Tracer' not in type(getattr(env, 'prng_key', None)).__name__, \"the call left a JAX tracer as the env's PRNG key\""]
+        lines += ["got = pt.tree_leaves(got)", _PRNG_CHECK]
     lines += [
         "print('torch:', want, '\\ntorchax:', got)",
         *tol,
-        "assert len(want) == len(got), f'{len(got)} output leaves where torch gives {len(want)}'",
+        _CHECK["count"],
         "for n, (w, g) in enumerate(zip(want, got)):",
         "    if isinstance(w, torch.Tensor):",
-        "        assert isinstance(g, torchax.tensor.Tensor), f'output {n}: {type(g)} where a torchax Tensor is due'",
-        "        assert g.shape == w.shape, f'output {n}: shape {tuple(g.shape)} where torch gives {tuple(w.shape)}'",
-        "        assert g.dtype == w.dtype, f'output {n}: dtype {g.dtype} where torch gives {w.dtype}'",
-        "    g = g.torch() if isinstance(w, torch.Tensor) else g.torch().item() if isinstance(g, torchax.tensor.Tensor) else g",
+        *(f"        {_CHECK[c]}" for c in ("type", "shape", "dtype")),
+        f"    {_TO_PLAIN}",
     ]
-    check = ("torch.testing.assert_close(g, w, equal_nan=True, check_device=False, check_stride=False, "
-             "msg=lambda m: f'output {n}: {m}', **tol)")
+    check = _CHECK["values"]
     if facts.recorded and facts.values:
         lines.append(f"    {check}")
     else:  # a random op's tensors are compared by structure (a non-tensor output by value)
@@ -316,16 +324,6 @@ def _tolerance_lines(dtype: str, facts: Facts) -> list[str]:
         return ["tol = {}  # torch's default for each output's dtype (the OpInfo overrides none)"]
     return [f"tol = dict(rtol={facts.rtol!r}, atol={facts.atol!r})  # the OpInfo's own override for {dtype} on CPU"]
 
-
-# the full script's statements for each check, word for word (a reducer's signature names the statement that failed)
-_CHECK = {"count": "assert len(want) == len(got), f'{len(got)} output leaves where torch gives {len(want)}'",
-          "type": "assert isinstance(g, torchax.tensor.Tensor), f'output {n}: {type(g)} where a torchax Tensor is due'",
-          "shape": "assert g.shape == w.shape, f'output {n}: shape {tuple(g.shape)} where torch gives {tuple(w.shape)}'",
-          "dtype": "assert g.dtype == w.dtype, f'output {n}: dtype {g.dtype} where torch gives {w.dtype}'",
-          "values": ("torch.testing.assert_close(g, w, equal_nan=True, check_device=False, check_stride=False, "
-                     "msg=lambda m: f'output {n}: {m}', **tol)")}
-_PRNG_CHECK = "assert 'Tracer' not in type(getattr(env, 'prng_key', None)).__name__, \"the call left a JAX tracer as the env's PRNG key\""
-_TO_PLAIN = "g = g.torch() if isinstance(w, torch.Tensor) else g.torch().item() if isinstance(g, torchax.tensor.Tensor) else g"
 
 
 def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[str]:

@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "`harness run`'s ($SEAMS_RUN_ID names one); the files left out are named here and in report.md")
     p.add_argument("--reduce", action="store_true",
                    help="also reduce each failing result's repro/CASE.py to repro/CASE.min.py (`harness reduce`; "
-                        "CASE.md then shows the reduced script first)")
+                        "CASE.md then shows the reduced script first); writes a repro for every failing result, "
+                        "not the first 500")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -504,7 +505,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
-    code = report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run)
+    # --reduce: every failing result gets its script (the cap would leave a default run's op cases out)
+    code = report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run,
+                          **({"repro_limit": None} if args.reduce else {}))
     if args.reduce:
         from harness.reduce.batch import reduce_report, summary
 

@@ -35,3 +35,29 @@ def test_every_verdict_that_is_news_comes_before_every_known_bug():
     files = repro_files(report, limit=len(news))
     assert [r["verdict"] for _c, _cell, r, _n in files] == news
     assert repro_wanted(report) == 3 + len(news)
+
+
+def test_no_cap_gives_every_failing_result_a_file():
+    report = _report(["known-bug"] * 7 + ["ok", "regression"])
+    assert len(repro_files(report, limit=None)) == repro_wanted(report) == 8
+
+
+def test_report_reduce_writes_a_repro_for_every_failing_result_past_the_cap(tmp_path, monkeypatch):
+    """`report --reduce` must reach every failing result (issue 32: a reduced script for each), so the
+    cap that keeps a plain report small does not apply; without --reduce it does."""
+    import harness.reduce.batch as batch
+    from harness.cli import main
+    from harness.report.repro import MAX_REPROS
+    from tests.results_fixtures import case, cell_file, known_issues
+
+    n = MAX_REPROS + 3
+    results = cell_file(tmp_path, "c-cpu", "0.6.0",
+                        [case(f"suites/x/test_x.py::test_x[{i}]", "fail", "boom") for i in range(n)])
+    issues = known_issues(tmp_path, "")
+    seen: list[int] = []
+    monkeypatch.setattr(batch, "reduce_report", lambda out, *a, **k: seen.append(len(list((out / "repro").glob("*.md")))) or [])
+    monkeypatch.setattr(batch, "summary", lambda outcomes: "reduced nothing (test)")
+    main(["report", str(results), "--out", str(tmp_path / "plain"), "--expectations", str(issues)])
+    assert len(list((tmp_path / "plain" / "repro").glob("*.md"))) == MAX_REPROS
+    main(["report", str(results), "--out", str(tmp_path / "all"), "--expectations", str(issues), "--reduce"])
+    assert len(list((tmp_path / "all" / "repro").glob("*.md"))) == n and seen == [n]

@@ -82,9 +82,10 @@ SET_DIR = "report-set"
 SET_ENTRIES = {**{name: False for name in REPORT_FILES}, "repro": True}
 
 
-def write_report_files(report: dict, out_dir: Path, report_json: str | None = None) -> int:
+def write_report_files(report: dict, out_dir: Path, report_json: str | None = None,
+                       repro_limit: int | None = MAX_REPROS) -> int:
     """Write report.json/html/md, junit.xml and repro/ as one set; a disk problem is one UserError line.
-    `report_json`: the report already as dumps_lines text.
+    `report_json`: the report already as dumps_lines text; `repro_limit`: repro files at most (None: all).
 
     Everything is rendered into a fresh folder inside out_dir first, so a kill or a full disk while
     rendering leaves the previous set as it was; then the set folder (out_dir/report-set) is swapped
@@ -97,18 +98,20 @@ def write_report_files(report: dict, out_dir: Path, report_json: str | None = No
         atomic_write(stage / "report.html", render_html(report))
         atomic_write(stage / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(stage / "junit.xml", render_junit(report))
-        n = write_repros(report, stage / "repro", limit=MAX_REPROS)
+        n = write_repros(report, stage / "repro", limit=repro_limit)
     return n
 
 
 def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | None = None,
-                   baseline: Path | None = None, latest_run: bool = False) -> int:
+                   baseline: Path | None = None, latest_run: bool = False,
+                   repro_limit: int | None = MAX_REPROS) -> int:
     """Merge results files into out_dir/report.{json,html,md}, junit.xml and repro/; exit 1 on news.
 
     The verdict counts and the report paths go to stdout (what `| tee` and CI logs keep); problems
     with the inputs go to stderr. With `baseline`, each result that changed since that report.json
     is marked in the HTML grid and report.json's `baseline` lists the changes. With `latest_run`,
     only this run's cells are merged (this_run: by run id); the files left out are named.
+    `repro_limit`: repro files at most, news first (None: one for every result not ok or skipped).
     """
     console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)  # file names may hold [...]
     out = Console(highlight=False, soft_wrap=True, markup=False)
@@ -145,7 +148,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     redacted = redact_all(report, as_json=report_json)
     if redacted is not report:
         report, report_json = redacted, dumps_lines(redacted)
-    n_repro = write_report_files(report, out_dir, report_json)
+    n_repro = write_report_files(report, out_dir, report_json, repro_limit)
 
     counts = report["counts"]
     out.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
@@ -159,7 +162,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
         ch = report["baseline"]["changes"]
         out.print(f"since {baseline}: " + ", ".join(f"{len(ch[k])} {k}" for k in ("regressed", "fixed", "changed", "new", "gone")))
     wanted = repro_wanted(report)
-    capped = (f"; {wanted - n_repro} more results left without one: at most {MAX_REPROS}, news first, then known bugs"
+    capped = (f"; {wanted - n_repro} more results left without one: at most {repro_limit}, news first, then known bugs"
               if wanted > n_repro else "")
     out.print(f"report: {out_dir / 'report.html'}  (also report.md, report.json, junit.xml; {n_repro} repros in {out_dir / 'repro'}{capped})")
     news = sum(n for v, n in counts.items() if v in FAILING_VERDICTS)

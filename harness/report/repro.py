@@ -23,7 +23,10 @@ from harness.report.standalone import (NoStandalone, export_script, redact_url, 
 from harness.safeio import atomic_write, dumps_strict
 
 _SKIP = {"ok", "skipped"}
-MAX_REPROS = 500  # repro files per report (the first ones in report order)
+# Repro files per report (news first, then known bugs, report order within each): a default run's op
+# cases are thousands of known bugs, 10 KB of CASE.md each. `report --reduce` lifts it (None): every
+# failing result is to get its reduced script, so every one needs its full one first.
+MAX_REPROS = 500
 
 
 def test_source(nodeid: str) -> str | None:
@@ -309,8 +312,9 @@ def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any],
     return "\n".join(out)
 
 
-def repro_files(report: dict[str, Any], limit: int = MAX_REPROS) -> list[tuple[str | None, str, dict[str, Any], str]]:
-    """(case id, cell, result, file name) for each result that gets a repro file, in writing order."""
+def repro_files(report: dict[str, Any], limit: int | None = MAX_REPROS) -> list[tuple[str | None, str, dict[str, Any], str]]:
+    """(case id, cell, result, file name) for each result that gets a repro file, in writing order
+    (limit None: every one)."""
     wanted = _needing_repro(report)
     # News first: a default run's op cases alone are thousands of known bugs, and a cap that cut in
     # report order left later cells' regressions without a repro. Report order within each group.
@@ -331,8 +335,8 @@ def _needing_repro(report: dict[str, Any]) -> list[tuple[str | None, str, dict[s
     return [(case_id, cell, r) for case_id, cell, r in iter_results(report) if r["verdict"] not in _SKIP]
 
 
-def write_repros(report: dict[str, Any], out_dir: Path, limit: int = MAX_REPROS) -> int:
-    """Write one repro per result that is not ok or skipped (at most `limit`): CASE.md, and beside it
+def write_repros(report: dict[str, Any], out_dir: Path, limit: int | None = MAX_REPROS) -> int:
+    """Write one repro per result that is not ok or skipped (at most `limit`; None: all): CASE.md, and beside it
     CASE.py, the standalone script, where the scenario has one; returns how many."""
     cells = {c["cell"]: c for c in report["cells"]}
     out_dir.mkdir(parents=True, exist_ok=True)

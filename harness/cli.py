@@ -89,6 +89,12 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _reduce_workers(text: str) -> int:
+    from harness.reduce.cli import workers_arg  # the parser module alone: nothing heavy
+
+    return workers_arg(text)
+
+
 def _workers_arg(text: str) -> int | str:
     """argparse type for --xdist: a number of workers or 'auto'."""
     from harness.run.workers import parse_workers
@@ -205,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also reduce each failing result's repro/CASE.py to repro/CASE.min.py (`harness reduce`; "
                         "CASE.md then shows the reduced script first); writes a repro for every failing result, "
                         "not the first 500")
+    p.add_argument("-j", "--jobs", type=_reduce_workers, default=1, metavar="N",
+                   help="with --reduce: reduce in N processes at once (see `harness reduce --help`)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -505,13 +513,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     paths = [q for p in args.results for q in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
     if not paths:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
+    if args.jobs != 1 and not args.reduce:
+        raise UserError(f"-j {args.jobs}: reduces in that many processes, so it needs --reduce")
     # --reduce: every failing result gets its script (the cap would leave a default run's op cases out)
     code = report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run,
                           **({"repro_limit": None} if args.reduce else {}))
     if args.reduce:
         from harness.reduce.batch import reduce_report, summary
 
-        print(summary(reduce_report(args.out)))
+        print(summary(reduce_report(args.out, workers=args.jobs)))
     return code
 
 

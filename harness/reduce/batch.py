@@ -142,9 +142,49 @@ def contrast_cells(report: dict[str, Any], case_id: str, failing: str) -> list[s
     return later + same + [n for n in passing if have[n] is None] + older
 
 
-def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
-    """Reduce every job's script (one fork server per cell, shared by its scripts); the outcomes come back in
-    sorted_jobs order, each with its reduced text (write_reductions writes them)."""
+def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print,
+                workers: int = 1) -> list[Outcome]:
+    """Reduce every job's script; the outcomes come back in sorted_jobs order, each with its reduced text
+    (write_reductions writes them). workers > 1: that many processes at once, each reducing whole parts
+    of the batch (parts_for_workers) with fork servers of its own; progress lines then come from each."""
+    ordered = sorted_jobs(jobs)
+    parts = parts_for_workers(ordered, workers)
+    if len(parts) <= 1:
+        return _reduce_in_order(ordered, budget_s, say)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    index = {id(j): i for i, j in enumerate(ordered)}
+    outcomes: list[Outcome | None] = [None] * len(ordered)
+    # spawn: a worker starts clean (no lock or thread of this process copied half-way); each part is
+    # a list of Jobs and comes back as Outcomes, both plain dataclasses
+    with ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [(part, pool.submit(_reduce_in_order, part, budget_s, print)) for part in parts]
+        for part, fut in futures:
+            for job, out in zip(part, fut.result()):
+                outcomes[index[id(job)]] = out
+    return [o for o in outcomes if o is not None]
+
+
+def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:
+    """The batch cut for `workers` processes, largest part first (a pool hands the next part to the first
+    process free): one part per cell and set of heavy imports, since a part starts its own fork servers
+    (a torch_xla one imports for 15-25 s of CPU) and seeds its own reductions; a group of more than
+    len/workers scripts is cut in that many slices (their order kept), so one cell's op scripts keep
+    every process busy. Order within a part is the batch's."""
+    if workers <= 1 or len(ordered) <= 1:
+        return [ordered] if ordered else []
+    groups: dict[tuple, list[Job]] = {}
+    for job in ordered:
+        groups.setdefault((job.cell, tuple(heavy_imports(_text(job.script)))), []).append(job)
+    most = -(-len(ordered) // workers)  # ceil
+    parts = [g[i:i + most] for g in groups.values() for i in range(0, len(g), most)]
+    return sorted(parts, key=len, reverse=True)
+
+
+def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[str], None]) -> list[Outcome]:
+    """Reduce the jobs one after another, in this order (one fork server per cell and imports, shared by
+    its scripts; each reduction seeds the later ones with the same signature)."""
     from harness.cells.envs import ensure_env
 
     servers: dict[tuple[str, bool, tuple[str, ...]], ForkServer] = {}  # in the order last used
@@ -169,7 +209,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
 
         seeds: list = []  # the reductions so far, the latest first: a script with the same signature starts there
         try:
-            for job in sorted_jobs(jobs):
+            for job in ordered:
                 outcomes.append(_one(job, server, budget_s, say, seeds))
         finally:
             for s in servers.values():
@@ -355,11 +395,12 @@ def write_figures(repro_dir: Path, outcomes: list[Outcome], merge: bool = False)
     atomic_write(path, json.dumps(list(records.values()), indent=1) + "\n", durable=False)
 
 
-def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print) -> list[Outcome]:
+def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print,
+                  workers: int = 1) -> list[Outcome]:
     """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
     jobs = report_jobs(report_dir)
     check_outputs([j.script for j in jobs])
-    outcomes = reduce_jobs(jobs, budget_s, say)
+    outcomes = reduce_jobs(jobs, budget_s, say, workers)
     write_reductions(jobs, outcomes, merge=False, say=say)
     return outcomes
 

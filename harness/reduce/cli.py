@@ -25,6 +25,14 @@ Figures: repro/reduce.json. Exit 0 if every script was reduced."""
 
 JAX_BUDGET_S = 60  # issue 32: a jax-only repro reduces within a minute, a torch one within five
 TORCH_BUDGET_S = 300
+MAX_WORKERS = 64  # more processes than this, each with fork servers of a GB or more, is a typo
+
+
+def workers_arg(text: str) -> int:
+    """argparse type for -j: scripts reduced at once, 1 to MAX_WORKERS."""
+    if not text.isascii() or not text.isdigit() or len(text) > 3 or not 1 <= int(text) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}: expected a whole number from 1 to {MAX_WORKERS}")
+    return int(text)
 
 
 def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +46,10 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=float, metavar="S",
                    help=f"seconds per script (default {JAX_BUDGET_S} jax-only, {TORCH_BUDGET_S} with torch); "
                         "at the budget the smallest script found so far is written")
+    p.add_argument("-j", "--jobs", type=workers_arg, default=1, metavar="N",
+                   help="reduce in N processes at once (default 1), each taking whole cells' scripts (a cell "
+                        "with many is shared out) with fork servers of its own: about a GB of memory each "
+                        "for a torch_xla cell")
     p.set_defaults(handler=cmd_reduce)
 
 
@@ -73,7 +85,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
                 case_id, contrast = found[0].case_id, found[0].contrast
         jobs.append(Job(script, cell, case_id, contrast))
     check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
-    outcomes = reduce_jobs(jobs, args.budget)
+    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs)
     print(summary(outcomes))
     write_reductions(jobs, outcomes, merge=True)  # the report set's repro/, switched in whole
     return 0 if all(o.refused is None for o in outcomes) else 1

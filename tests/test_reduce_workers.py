@@ -1,0 +1,76 @@
+"""`harness reduce -j N` / `report --reduce -j N`: the batch shared out to N processes comes back whole,
+in the batch's order, each script reduced once; a part never mixes cells or import sets (each part
+starts its own fork servers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.reduce.batch import Job, parts_for_workers, reduce_jobs, sorted_jobs
+from harness.reduce.server import heavy_imports
+
+_IMPORTS = ("import jax\n", "import torch\nimport jax\n", "import numpy\n")
+
+
+def _jobs(tmp: Path, spec: list[tuple[int, int]]) -> list[Job]:
+    """One script per (cell number, import set number), in cells that do not exist (no env is built)."""
+    jobs = []
+    for i, (cell, imports) in enumerate(spec):
+        script = tmp / f"s{i}.py"
+        script.write_text(_IMPORTS[imports] + f"assert {i} < 0\n")
+        jobs.append(Job(script, f"nocell{cell}-cpu"))
+    return jobs
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=30), workers=st.integers(1, 6))
+def test_parts_cover_the_batch_once_in_order_and_never_mix_cells_or_imports(tmp_path_factory, spec, workers):
+    ordered = sorted_jobs(_jobs(tmp_path_factory.mktemp("w"), spec))
+    parts = parts_for_workers(ordered, workers)
+    flat = [j for p in parts for j in p]
+    assert sorted(map(id, flat)) == sorted(map(id, ordered))  # every job exactly once
+    position = {id(j): i for i, j in enumerate(ordered)}
+    most = -(-len(ordered) // workers) if ordered else 0
+    for part in parts:
+        assert part and [position[id(j)] for j in part] == sorted(position[id(j)] for j in part)
+        if workers > 1:
+            assert len({(j.cell, tuple(heavy_imports(j.script.read_text()))) for j in part}) == 1
+            assert len(part) <= most
+    assert [len(p) for p in parts] == sorted((len(p) for p in parts), reverse=True)  # largest first
+    if workers == 1:
+        assert parts == ([ordered] if ordered else [])
+
+
+def test_one_cell_of_many_scripts_is_shared_out():
+    """A default run's op scripts are hundreds in one cell: -j 2 must give both processes some."""
+    jobs = [Job(Path(f"/nonexistent/s{i}.py"), "one-cpu") for i in range(9)]
+    assert [len(p) for p in parts_for_workers(sorted_jobs(jobs), 2)] == [5, 4]
+
+
+def test_workers_give_the_same_outcomes_in_the_same_order(tmp_path):
+    """Real processes (spawned): scripts of cells that do not exist are each refused as 'cannot run in
+    CELL', the same with two workers as with one, in sorted_jobs order."""
+    jobs = _jobs(tmp_path, [(0, 0), (1, 1), (0, 0), (2, 2), (1, 1)])
+    one = reduce_jobs(jobs, 5, say=lambda m: None)
+    two = reduce_jobs(jobs, 5, say=lambda m: None, workers=2)
+    assert [o.script for o in one] == [j.script.name for j in sorted_jobs(jobs)]
+    assert [(o.script, o.cell, o.refused) for o in two] == [(o.script, o.cell, o.refused) for o in one]
+    assert all(o.refused and "cannot run in nocell" in o.refused for o in two)
+
+
+@pytest.mark.parametrize("argv", [["reduce", "x.py", "-j", "0"], ["reduce", "x.py", "-j", "65"],
+                                  ["reduce", "x.py", "-j", "٣"], ["reduce", "x.py", "-j", "9" * 5000],
+                                  ["report", "r", "-j", "2"]])
+def test_bad_worker_counts_are_one_line_and_exit_2(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's own refusal
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "-j" in err

@@ -74,3 +74,31 @@ def test_bad_worker_counts_are_one_line_and_exit_2(argv, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "-j" in err
+
+
+def test_harness_reduce_checks_an_op_script_its_run_made_short_once_as_report_reduce_does(tmp_path, monkeypatch):
+    """`harness reduce repro/CELL__OP.py` on a short op script of a report takes the record's check
+    (minimal by construction: one signature run), not a search of minutes; so does report --reduce."""
+    import json
+
+    import harness.reduce.batch as batch
+    from harness.report.command import report_command
+    from tests.results_fixtures import case, cell_file, known_issues
+
+    op = "suites/torchax_ops/test_ops.py::test_op[aten.sort-float32-eager]"
+    records = case(op, "fail", "1 of 1 samples differ from torch eager; sample 3 (float32[5]): output 1: "
+                               "dtype torch.int32 where torch gives torch.int64")
+    records[1]["user_properties"][0][1]["observations"] = {
+        "falsifying_example": "Falsifying example: sample(index=3, ties=False, values=True, rtol=None, atol=None)"}
+    results = cell_file(tmp_path, "torchax0013-cpu", "0.7.2", [records])
+    report_command([results], tmp_path / "out", known_issues(tmp_path, ""))
+    script = next((tmp_path / "out" / "repro").glob("*test_op*.py"))
+    seen: list[list] = []
+
+    def capture(jobs, *a, **k):
+        seen.append(jobs)
+        return []
+    monkeypatch.setattr(batch, "reduce_jobs", capture)
+    main(["reduce", str(script)])
+    assert [(j.case_id, j.minimal) for j in seen[0]] == [(op, "dtype")]
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["cases"][0]["id"] == op

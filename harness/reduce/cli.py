@@ -75,15 +75,15 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         cell = args.cell or script.name.split("__", 1)[0]
         for name in [cell, *args.passes_in]:
             cell_named(name)  # an unknown cell is a usage error (exit 2), before anything runs
-        case_id, contrast = None, list(args.passes_in)
+        case_id, contrast, minimal = None, list(args.passes_in), None
         report = script.resolve().parent.parent / "report.json"
-        if report.is_file() and not contrast:
+        if report.is_file():
             if report not in known:
                 known[report] = {j.script.name: j for j in report_jobs(report.parent)}
-            found = [known[report][script.name]] if script.name in known[report] else []
-            if found:
-                case_id, contrast = found[0].case_id, found[0].contrast
-        jobs.append(Job(script, cell, case_id, contrast))
+            found = known[report].get(script.name)
+            if found is not None:  # an op script its run made short is checked once, as report --reduce does
+                case_id, contrast, minimal = found.case_id, contrast or found.contrast, found.minimal
+        jobs.append(Job(script, cell, case_id, contrast, minimal))
     check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
     outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs)
     print(summary(outcomes))

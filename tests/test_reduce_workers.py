@@ -102,3 +102,63 @@ def test_harness_reduce_checks_an_op_script_its_run_made_short_once_as_report_re
     main(["reduce", str(script)])
     assert [(j.case_id, j.minimal) for j in seen[0]] == [(op, "dtype")]
     assert json.loads((tmp_path / "out" / "report.json").read_text())["cases"][0]["id"] == op
+
+
+def _report_with_scripts(tmp_path: Path, n: int) -> list[Path]:
+    """A report set (report_command, the real writer) with n failing results, each with repro/CASE.py."""
+    from harness.report.command import report_command
+    from tests.results_fixtures import case, cell_file, known_issues
+
+    cases = [case(f"suites/compute_on/test_eager_vs_aot.py::test_eager_vs_aot[{i}]", "fail", "boom") for i in range(n)]
+    report_command([cell_file(tmp_path, "jax060-cpu", "0.6.0", cases)], tmp_path / "out", known_issues(tmp_path, ""),
+                   repro_limit=None)
+    scripts = sorted((tmp_path / "out" / "repro").glob("*.py"))
+    assert len(scripts) == n
+    return scripts
+
+
+def test_a_batch_killed_half_way_keeps_what_its_checkpoints_wrote(tmp_path, monkeypatch):
+    """Nothing finished is lost: a reduction of hours writes what it has as it goes (every CHECKPOINT_S);
+    a kill after that leaves those CASE.min.py files in the report set, each CASE.md showing its own."""
+    import harness.reduce.batch as batch
+    from harness.reduce.batch import Outcome, write_reductions
+
+    scripts = _report_with_scripts(tmp_path, 3)
+    jobs = [Job(s, "jax060-cpu") for s in scripts]
+    calls: list[int] = []
+
+    def fake_one(job, server, budget_s, say, seeds=None):
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the operator's Ctrl-C, or a kill, during the third script
+        calls.append(1)
+        source = job.script.read_text()
+        return Outcome(job.script.name, job.cell, len(source.splitlines()), lines_after=2, source=source,
+                       text=f"# reduced\nraise SystemExit({len(calls)})\n")
+    monkeypatch.setattr(batch, "_one", fake_one)
+    monkeypatch.setattr(batch, "CHECKPOINT_S", 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        batch.reduce_jobs(jobs, 5, say=lambda m: None,
+                          checkpoint=lambda done, outs: write_reductions(done, outs, merge=False, say=lambda m: None))
+    repro = tmp_path / "out" / "repro"
+    kept = sorted(p.name for p in repro.glob("*.min.py"))
+    assert kept == [j.script.name.removesuffix(".py") + ".min.py" for j in sorted_jobs(jobs)[:2]]
+    for name in kept:
+        md = (repro / name.replace(".min.py", ".md")).read_text()
+        assert (repro / name).read_text().splitlines()[-1] in md  # CASE.md shows the reduced script
+
+
+def test_case_md_shows_the_reduced_script_past_the_repro_cap(tmp_path, monkeypatch):
+    """report --reduce writes every failing result's files; the CASE.md rewrite after reducing must reach
+    those past the cap too (it read only the first MAX_REPROS results)."""
+    import harness.report.repro as repro_mod
+    from harness.reduce.batch import Outcome, write_reductions
+
+    scripts = _report_with_scripts(tmp_path, 4)
+    capped = repro_mod.repro_files
+    monkeypatch.setattr(repro_mod, "repro_files", lambda report, limit=1: capped(report, limit))  # a cap of 1
+    jobs = [Job(s, "jax060-cpu") for s in scripts]
+    outs = [Outcome(j.script.name, j.cell, 9, lines_after=1, source=j.script.read_text(), text=f"raise SystemExit({i})\n")
+            for i, j in enumerate(sorted_jobs(jobs))]
+    write_reductions(jobs, outs, merge=False, say=lambda m: None)
+    for i, j in enumerate(sorted_jobs(jobs)):
+        assert f"raise SystemExit({i})" in j.script.with_suffix(".md").read_text()

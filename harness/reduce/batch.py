@@ -142,27 +142,38 @@ def contrast_cells(report: dict[str, Any], case_id: str, failing: str) -> list[s
     return later + same + [n for n in passing if have[n] is None] + older
 
 
+# A batch writes what it has reduced so far at least this often (and after each part under -j): a kill,
+# a full disk or a crashed worker hours into a default run's reduction loses at most this much work.
+CHECKPOINT_S = 300.0
+Checkpoint = Callable[[list[Job], list[Outcome]], None]
+
+
 def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print,
-                workers: int = 1) -> list[Outcome]:
+                workers: int = 1, checkpoint: Checkpoint | None = None) -> list[Outcome]:
     """Reduce every job's script; the outcomes come back in sorted_jobs order, each with its reduced text
     (write_reductions writes them). workers > 1: that many processes at once, each reducing whole parts
-    of the batch (parts_for_workers) with fork servers of its own; progress lines then come from each."""
+    of the batch (parts_for_workers) with fork servers of its own; progress lines then come from each.
+    checkpoint(done jobs, their outcomes), in sorted_jobs order: everything reduced so far, called every
+    CHECKPOINT_S seconds at most (after each part under workers > 1), so the caller can write it."""
     ordered = sorted_jobs(jobs)
     parts = parts_for_workers(ordered, workers)
     if len(parts) <= 1:
-        return _reduce_in_order(ordered, budget_s, say)
+        return _reduce_in_order(ordered, budget_s, say, checkpoint)
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     index = {id(j): i for i, j in enumerate(ordered)}
     outcomes: list[Outcome | None] = [None] * len(ordered)
     # spawn: a worker starts clean (no lock or thread of this process copied half-way); each part is
     # a list of Jobs and comes back as Outcomes, both plain dataclasses
     with ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [(part, pool.submit(_reduce_in_order, part, budget_s, print)) for part in parts]
-        for part, fut in futures:
-            for job, out in zip(part, fut.result()):
+        futures = {pool.submit(_reduce_in_order, part, budget_s, print): part for part in parts}
+        for fut in as_completed(futures):
+            for job, out in zip(futures[fut], fut.result()):
                 outcomes[index[id(job)]] = out
+            if checkpoint is not None and not all(outcomes):
+                done = [i for i, o in enumerate(outcomes) if o is not None]
+                checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
     return [o for o in outcomes if o is not None]
 
 
@@ -182,9 +193,10 @@ def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:
     return sorted(parts, key=len, reverse=True)
 
 
-def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[str], None]) -> list[Outcome]:
+def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[str], None],
+                     checkpoint: Checkpoint | None = None) -> list[Outcome]:
     """Reduce the jobs one after another, in this order (one fork server per cell and imports, shared by
-    its scripts; each reduction seeds the later ones with the same signature)."""
+    its scripts; each reduction seeds the later ones with the same signature); checkpoint as reduce_jobs."""
     from harness.cells.envs import ensure_env
 
     servers: dict[tuple[str, bool, tuple[str, ...]], ForkServer] = {}  # in the order last used
@@ -208,9 +220,13 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
             return servers[key]
 
         seeds: list = []  # the reductions so far, the latest first: a script with the same signature starts there
+        last = time.monotonic()
         try:
             for job in ordered:
                 outcomes.append(_one(job, server, budget_s, say, seeds))
+                if checkpoint is not None and len(outcomes) < len(ordered) and time.monotonic() - last >= CHECKPOINT_S:
+                    checkpoint(ordered[:len(outcomes)], list(outcomes))
+                    last = time.monotonic()
         finally:
             for s in servers.values():
                 s.close()
@@ -364,7 +380,7 @@ def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> in
     report = load_report(report_dir / "report.json")
     cells = {c["cell"]: c for c in report["cells"]}
     n = 0
-    for case_id, cell, r, name in repro_files(report):
+    for case_id, cell, r, name in repro_files(report, limit=None):  # report --reduce writes past the cap
         stem = name.removesuffix(".md")
         reduced = report_dir / "repro" / f"{stem}.min.py"
         have = reduced.is_file() and not reduced.is_symlink()
@@ -400,7 +416,8 @@ def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable
     """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
     jobs = report_jobs(report_dir)
     check_outputs([j.script for j in jobs])
-    outcomes = reduce_jobs(jobs, budget_s, say, workers)
+    outcomes = reduce_jobs(jobs, budget_s, say, workers,
+                           checkpoint=lambda done, outs: write_reductions(done, outs, merge=False, say=say))
     write_reductions(jobs, outcomes, merge=False, say=say)
     return outcomes
 

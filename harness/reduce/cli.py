@@ -85,7 +85,8 @@ def cmd_reduce(args: argparse.Namespace) -> int:
                 case_id, contrast, minimal = found.case_id, contrast or found.contrast, found.minimal
         jobs.append(Job(script, cell, case_id, contrast, minimal))
     check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
-    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs)
+    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs,  # what is done is written as it goes, too
+                           checkpoint=lambda done, outs: write_reductions(done, outs, merge=True))
     print(summary(outcomes))
     write_reductions(jobs, outcomes, merge=True)  # the report set's repro/, switched in whole
     return 0 if all(o.refused is None for o in outcomes) else 1

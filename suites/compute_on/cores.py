@@ -112,17 +112,20 @@ def host_multiply_next_to_a_device_multiply(order: str, observe) -> None:
 
 
 def nesting_different_compute_types_is_refused(observe) -> None:
-    """Upstream test_nested_compute_error: `device` inside `device_host` is a clear NotImplementedError."""
+    """Upstream test_nested_compute_error: `device` inside `device_host` is a clear error: a
+    NotImplementedError from compute_on(compute_type), a ValueError from the transform that replaced it
+    (jax 0.11.1; upstream's test changed with it), each with the same message."""
     co = jax_api.compute_on()
+    expected = jax_api.compute_on_nesting_error()
     inner = co("device")(jax.jit(lambda x: x * 2))
     outer = co("device_host")(jax.jit(lambda x: inner(x)))
     try:
         jax.jit(lambda x: outer(x))(jnp.arange(8))
-    except NotImplementedError as exc:  # what pytest.raises(NotImplementedError, match=...) checked
+    except expected as exc:  # what pytest.raises(expected, match=...) checked
         assert re.search("Nesting `compute_on` with different compute types", str(exc)), str(exc)
     else:
-        raise AssertionError("DID NOT RAISE <class 'NotImplementedError'>")
-    observe.record(refused=True)
+        raise AssertionError(f"DID NOT RAISE {expected}")
+    observe.record(refused=True, raised=expected.__name__)
 
 
 def exported_host_function_keeps_the_placement(observe) -> None:
@@ -140,7 +143,8 @@ def exported_host_function_keeps_the_placement(observe) -> None:
     text = exp.mlir_module()
     observe.record(exported_host_attr=has_frontend_attribute(text, HOST_KEY, "host"))
     assert has_frontend_attribute(text, HOST_KEY, "host"), "the exported module lost the host placement"
-    observe.close(exp.call(x), np.float32(1.0), rtol=0, atol=0)
+    with jax.default_device(jax.devices("cpu")[0]):  # exported for cpu: called there, on a GPU machine too
+        observe.close(exp.call(x), np.float32(1.0), rtol=0, atol=0)
 
 
 def serialized_host_function_keeps_the_placement(observe) -> None:
@@ -157,7 +161,8 @@ def serialized_host_function_keeps_the_placement(observe) -> None:
     x = np.float32(0.0)
     back = export.deserialize(export.export(f, platforms=("cpu",))(x).serialize())
     assert has_frontend_attribute(back.mlir_module(), HOST_KEY, "host"), "deserialized module lost the host placement"
-    observe.close(back.call(x), np.float32(1.0), rtol=0, atol=0, name="deserialized")
+    with jax.default_device(jax.devices("cpu")[0]):  # exported for cpu: called there, on a GPU machine too
+        observe.close(back.call(x), np.float32(1.0), rtol=0, atol=0, name="deserialized")
 
 
 # --- test_serialization.py (issue 23: what holds in memory holds after serialize/deserialize) ---
@@ -263,8 +268,11 @@ def export_with_its_defaults(observe) -> None:
     x = np.arange(4, dtype=np.float32)
     exp = export.export(f)(x)
     observe.record(platforms=list(exp.platforms))
-    assert tuple(exp.platforms) == (jax.default_backend(),), \
-        f"export with its defaults targets {exp.platforms}, not the default backend {jax.default_backend()!r}"
+    # export names a GPU by its runtime ('cuda' or 'rocm') where default_backend() says 'gpu'
+    backend = jax.default_backend()
+    names = {"gpu": ("cuda", "rocm")}.get(backend, (backend,))
+    assert len(exp.platforms) == 1 and exp.platforms[0] in names, \
+        f"export with its defaults targets {exp.platforms}, not the default backend {backend!r}"
     ops = stablehlo_ops_with_attribute(exp.mlir_module(), HOST_KEY)
     observe.record(placed_ops=[f"{op}={v}" for op, v in ops if v])
     # Per op: the multiply is the host function's, the add the caller's (the constant's broadcast

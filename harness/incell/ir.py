@@ -34,6 +34,46 @@ def has_frontend_attribute(text: str, key: str, value: str) -> bool:
     return value in frontend_attribute_values(text, key)
 
 
+def compiled_host_placement(text: str) -> list[str]:
+    """What in a compiled module shows a computation placed on the host, one entry per sign: the
+    frontend attribute `_xla_compute_type="host"` (what XLA's CPU compiler keeps), or an async call on
+    the host execution thread (XLA's GPU compiler turns the placed call into `custom-call-start`
+    `HostExecute` with `async_execution_thread="host"` and drops the attribute; seen with jax 0.11.2
+    on an H100). Empty: no host placement survived compilation (merged into the device's code)."""
+    found = [f'_xla_compute_type="{v}"' for v in frontend_attribute_values(text, "_xla_compute_type") if v == "host"]
+    return found + re.findall(r'\basync_execution_thread="host"', text)
+
+
+_COMPUTATION_RE = re.compile(r'^(?:ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$')
+_CALLED_RE = re.compile(r'\b(?:to_apply|calls|called_computations)=\{?%?([\w.\-]+)')
+
+
+def outermost_host_calls(hlo_text: str) -> list[str]:
+    """The computations called with `_xla_compute_type="host"` that no other host call encloses (HLO
+    text). A host function that itself holds a jit is one host call, not two: jax 0.11's compute_on
+    transform marks the jit's call inside it with the attribute as well (four marked calls for a
+    forward and a derivative, where upstream's test of the same program without the inner jit
+    counts two)."""
+    calls: dict[str, list[tuple[str, bool]]] = {}  # computation -> (callee, host) for each call in it
+    current = ""
+    for line in hlo_text.splitlines():
+        head = _COMPUTATION_RE.match(line)
+        if head and not line.startswith((" ", "\t")):
+            current = head.group(1)
+            continue
+        host = '_xla_compute_type="host"' in line
+        calls.setdefault(current, []).extend((callee, host) for callee in _CALLED_RE.findall(line))
+    todo = [c for sites in calls.values() for c, host in sites if host]
+    inside = set(todo)  # every host call's callee and what it calls, transitively
+    while todo:
+        comp = todo.pop()
+        for callee, _host in calls.get(comp, []):
+            if callee not in inside:
+                inside.add(callee)
+                todo.append(callee)
+    return [callee for comp, sites in calls.items() if comp not in inside for callee, host in sites if host]
+
+
 def lines_mentioning(text: str, needle: str, limit: int = 5) -> list[str]:
     """A few IR lines containing needle (for observations: what the IR actually said)."""
     return [ln.strip()[:300] for ln in text.splitlines() if needle in ln][:limit]

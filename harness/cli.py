@@ -160,6 +160,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
                         "process. 0 = one pytest process per cell. A number N on gpu/tpu gives each worker one "
                         "chip. Crashes and timeouts are still recorded per test")
     p.add_argument("--no-report", action="store_true", help="only write results; skip the report")
+    p.add_argument("--python", type=Path, metavar="PATH",
+                   help="run the cells in this interpreter instead of envs built from the index (a machine "
+                        "that reaches none, an accelerator's image): each cell's pins and device runtime must "
+                        "be installed there at their versions (checked as a built env is; otherwise the cell "
+                        "is an env-error); nothing is installed into it. Cells run one after another")
     p.add_argument("--build-only", action="store_true",
                    help="build and verify each cell's env (pins installed and importable at their versions, and "
                         "the device's runtime: libtpu, jax's CUDA plugin), on any machine and whatever the device; "
@@ -336,6 +341,24 @@ def _check_run_options(args: argparse.Namespace) -> None:
     for flag, value in (("--timeout", args.timeout), ("-j", args.jobs)):
         if value is not None and value < 1:
             raise UserError(f"{flag} {value}: expected a whole number of at least 1")
+    if getattr(args, "python", None) is not None:
+        _check_python(args)
+
+
+def _check_python(args: argparse.Namespace) -> None:
+    """--python names an executable file; it runs cells one at a time, builds nothing (one line otherwise)."""
+    given: Path = args.python
+    try:
+        ok = given.is_file() and os.access(given, os.X_OK)
+    except (OSError, ValueError):  # a name too long for the file system, a NUL
+        ok = False
+    if not ok:
+        raise UserError(f"--python {str(given)[:200]!r}: not an executable file (give the interpreter, e.g. .venv/bin/python)")
+    if args.build_only:
+        raise UserError("--python runs cells in an interpreter the harness did not build: --build-only has nothing to build")
+    if args.jobs not in (None, 1):
+        raise UserError(f"-j {args.jobs} with --python: the cells share one interpreter, so they run one at a time")
+    args.python = given.absolute()  # pytest runs in the checkout: a relative path must not move with it
 
 
 def _die_with_parent() -> None:
@@ -404,7 +427,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     envs_root(), repos_root()  # SEAMS_ENVS_DIR=/dev/null and the like: one line before any cell starts
     if args.progress_events:
         _die_with_parent()
-    jobs = args.jobs or default_jobs(cells)
+    jobs = 1 if args.python else (args.jobs or default_jobs(cells))  # --python: one interpreter, one cell at a time
     report_dir: Path = args.report_dir or args.out
     if jobs > 1 and len(cells) > 1 and not args.progress_events:
         progress = CellProgress(verbose=args.verbose, name_cells=True)
@@ -463,7 +486,7 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
 
     from harness.run.cellrun import run_cell
     from harness.cells.devices import available
-    from harness.cells.envs import ensure_env
+    from harness.cells.envs import ensure_env, given_env
     from harness.run.parallel import cores
     from harness.run.workers import worker_count
     from harness.judge.live import case_judge
@@ -477,11 +500,14 @@ def _run_serial(cells: list, args: argparse.Namespace, report_dir: Path, progres
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-prefetch")
     try:
         ready = {cell.name: pool.submit(_prepare, cell, progress) for cell in cells
-                 if args.build_only or available(cell.device)[0]}
+                 if (args.build_only or available(cell.device)[0]) and not args.python}
         for i, cell in enumerate(cells, 1):
-            progress.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ({escape(cell.install_line())})")
+            progress.print(f"[bold]== cell {i}/{len(cells)}: {cell.name}[/] ("
+                           + (f"in {escape(str(args.python))}, not built" if args.python else escape(cell.install_line())) + ")")
             fut = ready.get(cell.name)
             provider = (lambda _c, _log, fut=fut: fut.result()) if fut else ensure_env
+            if args.python:
+                provider = lambda c, _log: given_env(c, args.python)  # noqa: E731
             run = run_cell(cell, out / "results" / f"{cell.name}.jsonl", args.pytest_args,
                            judge=judge, timeout_s=args.timeout, progress=progress,
                            env_provider=provider, xdist=worker_count(cell.device, args.xdist, cores()),

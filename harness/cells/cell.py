@@ -50,6 +50,7 @@ class Cell:
     # installed metadata and leaves the failing import to the tests, where it is the finding (torchax
     # 0.0.13 with torch 2.13; torchax installed with only what its metadata declares).
     import_may_fail: tuple[str, ...] = ()
+    cuda: str = "12"  # a gpu cell's CUDA major: jax[cuda12] or jax[cuda13] (harness.cells.devices.CUDA_MAJORS)
 
     def requirements(self) -> list[str]:
         """Requirement strings for uv: pins (with the device's extras), extras, runtime deps."""
@@ -58,7 +59,7 @@ class Cell:
             if pkg in self.sources:
                 reqs.append(requirement(pkg, self.sources[pkg]))
                 continue
-            extra = device_extra(self.device, pkg, list(self.pins))
+            extra = device_extra(self.device, pkg, list(self.pins), self.cuda)
             reqs.append(f"{pkg}[{extra}]=={ver}" if extra else f"{pkg}=={ver}")
         return reqs + list(self.extras) + list(RUNTIME_REQUIREMENTS)
 

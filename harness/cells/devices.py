@@ -15,8 +15,14 @@ EXTRAS = {
     "gpu": {"jax": "cuda12"},
     "tpu": {"jax": "tpu", "torch-xla": "tpu"},
 }
-def device_extra(device: str, pkg: str, pinned: list[str]) -> str | None:
-    """The extra that gives `pkg` its build for `device`, for a cell pinning `pinned`.
+# CUDA majors a gpu cell may ask for (the matrix key `cuda:`): jax publishes `jax[cudaN]` with its
+# plugin and kernels as jax-cudaN-pjrt / jax-cudaN-plugin. 12 unless a cell says 13 (a CUDA 13
+# driver, and jax 0.11's own images, take cuda13).
+CUDA_MAJORS = ("12", "13")
+
+
+def device_extra(device: str, pkg: str, pinned: list[str], cuda: str = "12") -> str | None:
+    """The extra that gives `pkg` its build for `device`, for a cell pinning `pinned` (gpu: for CUDA `cuda`).
 
     A torch_xla cell on TPU takes libtpu from torch_xla's `tpu` extra, and jax plain (as torch_xla's
     own `pallas` extra pins it): jax's `tpu` extra pins another libtpu (jax[tpu] 0.7.1 wants libtpu
@@ -26,6 +32,8 @@ def device_extra(device: str, pkg: str, pinned: list[str]) -> str | None:
     key = pkg.replace("_", "-").lower()
     if device == "tpu" and key == "jax" and "torch-xla" in names:
         return None
+    if device == "gpu" and key == "jax":
+        return f"cuda{cuda}"
     return EXTRAS.get(device, {}).get(key)
 
 
@@ -65,11 +73,13 @@ def available(device: str) -> tuple[bool, str]:
     return False, f"unknown device type {device!r}"
 
 
-def runtime_packages(device: str, pinned: list[str]) -> dict[str, str]:
-    """The runtime dists (-> import name) a cell on `device` with these pinned packages must have."""
+def runtime_packages(device: str, pinned: list[str], cuda: str = "12") -> dict[str, str]:
+    """The runtime dists (-> import name) a cell on `device` with these pinned packages must have
+    (gpu: the plugin of CUDA `cuda`)."""
     out: dict[str, str] = {}
     for pkg in pinned:
-        out.update(RUNTIME_PACKAGES.get(device, {}).get(pkg.replace("_", "-").lower(), {}))
+        for dist, module in RUNTIME_PACKAGES.get(device, {}).get(pkg.replace("_", "-").lower(), {}).items():
+            out[dist.replace("cuda12", f"cuda{cuda}")] = module.replace("cuda12", f"cuda{cuda}")
     return out
 
 

@@ -94,6 +94,14 @@ class Env:
     build_s: float
 
 
+def given_env(cell: Cell, python: Path) -> Env:
+    """An interpreter the harness did not build (`harness run --python`: a machine with no package index,
+    an accelerator image): checked as a built env is (every pin at its version, the device's runtime
+    installed and importable) and never changed; an EnvError where it does not hold the cell."""
+    versions = verify(python, cell)
+    return Env(python.parent.parent, python, versions, True, 0.0)
+
+
 def envs_root() -> Path:
     """Where cell envs are cached (SEAMS_ENVS_DIR overrides)."""
     from harness.safeio import folder_from_env
@@ -153,7 +161,7 @@ def verify(python: Path, cell: Cell, installed_from: dict[str, Path] | None = No
     env = {**drop_startup_vars(dict(os.environ))[0], **cell.run_env()}
     # The device's runtime (libtpu, jax's CUDA plugin) is checked too: installed and importable, any
     # version (the recipe's extra chose it). Importing it starts no device, so this holds anywhere.
-    runtime = runtime_packages(cell.device, list(cell.pins))
+    runtime = runtime_packages(cell.device, list(cell.pins), cell.cuda)
     wanted = {**{d: None for d in runtime}, **cell.pins}
     proc = _run([str(python), "-c", _VERIFY, json.dumps(wanted), json.dumps({**IMPORT_NAMES, **runtime}),
                  json.dumps(sorted(installed_from))], env, 600, f"the version check of {cell.name}")

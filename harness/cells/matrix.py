@@ -15,6 +15,9 @@ A matrix file:
 `import_may_fail`: pinned packages whose import may fail in the cell. The env check then takes their
 version from the installed metadata and leaves the import to the tests, where its failure is what
 the cell is for (otherwise a pinned package that does not import makes the cell an env-error).
+
+`cuda`: 12 (the default) or 13, the CUDA major of a gpu cell: `jax[cudaN]` and its runtime
+(jax-cudaN-pjrt, jax-cudaN-plugin), which the env check requires; other devices' cells ignore it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.cells.startup_env import is_startup_var
 from harness.cells.cell import FLOATING, Cell
-from harness.cells.devices import DEVICE_TYPES
+from harness.cells.devices import CUDA_MAJORS, DEVICE_TYPES
 from harness.cells.sources import spec_from_yaml
 from harness.errors import UserError
 from harness.cells.yamlio import line_of, load_yaml
@@ -39,7 +42,7 @@ from harness.paths import MATRICES_DIR
 DEFAULT_MATRIX = MATRICES_DIR / "default.yaml"
 
 _TOP_KEYS = {"schema", "description", "defaults", "stacks", "devices", "exclude", "include"}
-_CELL_KEYS = {"pins", "extras", "env", "timeout_s", "index_url", "find_links", "runs_on", "import_may_fail"}
+_CELL_KEYS = {"pins", "extras", "env", "timeout_s", "index_url", "find_links", "runs_on", "import_may_fail", "cuda"}
 _STACK_KEYS = _CELL_KEYS
 _INCLUDE_KEYS = _CELL_KEYS | {"name", "device"}
 _DEFAULT_KEYS = _CELL_KEYS - {"pins", "import_may_fail"} | {"device"}
@@ -223,7 +226,7 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
     extras: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
     may_fail: tuple[str, ...] = ()
-    timeout_s, index_url, runs_on = 300, None, None
+    timeout_s, index_url, runs_on, cuda = 300, None, None, "12"
     for part in parts:
         if not part:
             continue
@@ -249,6 +252,11 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
             index_url = _plain(ctx, part["index_url"], part, "index_url")
         if "runs_on" in part:
             runs_on = _plain(ctx, part["runs_on"], part, "runs_on")
+        if "cuda" in part:
+            c = part["cuda"]
+            if isinstance(c, bool) or str(c) not in CUDA_MAJORS:
+                raise ctx.err(part, "cuda", f"cuda must be one of {', '.join(CUDA_MAJORS)} (jax's cudaN extra), not {c!r}")
+            cuda = str(c)  # read by gpu cells only: a stack crossed with [tpu, gpu] gives its tpu cell the key too
     if not pins and not sources:
         raise ctx.err(node, None, f"cell {name!r} pins nothing; add pins such as {{jax: 0.6.0}}")
     if "jax" not in sources:  # a jax source is paired with its jaxlib by rule when resolved
@@ -259,7 +267,7 @@ def _build_cell(ctx: _Ctx, name: str, device: str, parts: list[Any], node: Any) 
                                                    f"pinned: {', '.join(sorted({**pins, **sources}))}")
     return Cell(name=name, device=device, pins=pins, extras=extras, env=env, timeout_s=timeout_s,
                 index_url=index_url, find_links=find_links, runs_on=runs_on,
-                source=f"{ctx.path}:{line_of(node)}", sources=sources, import_may_fail=may_fail)
+                source=f"{ctx.path}:{line_of(node)}", sources=sources, import_may_fail=may_fail, cuda=cuda)
 
 
 def _load_one(path: Path) -> list[Cell]:

@@ -28,7 +28,11 @@ BOUND = 230
 # reference itself: the per-device semantics of 13 collectives, the out-spec join, the Jacobian
 # the vjp is checked against): about 320 lines on every cell, the price of a script that reruns any
 # falsifying program the space finds (its refusal checks written as try/except: a script imports no pytest).
-CASE_BOUNDS = {"suites/shard_map/test_space.py::test_generated_collective_programs_match_the_float64_model": 340}
+# The generated compute_on program case carries the program builder (11 forms x 4 nestings), its
+# float64 reference, and since jax 0.11 the compute_on spelling bridge, the same-type nesting refusal
+# and the GPU compiler's host-placement reader it checks with (232-238 lines).
+CASE_BOUNDS = {"suites/shard_map/test_space.py::test_generated_collective_programs_match_the_float64_model": 340,
+               "suites/compute_on/test_space.py::test_generated_placed_programs_agree_eager_jit_aot": 240}
 # Cases of this round's derived families, by id prefix, each over BOUND for a reason not yet met:
 # - the census cases carry the AST scanner and resolver they check the bridge's source with (367);
 # - the generated module forwards carry the grammar that builds them (232);

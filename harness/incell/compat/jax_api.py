@@ -127,8 +127,7 @@ def compute_on() -> Callable:
     except ImportError:
         api_absent(COMPUTE_ON, f"jax {jax.__version__}")
     found(COMPUTE_ON, True)
-    params = inspect.signature(co).parameters
-    transform = "out_memory_spaces" in params and params["out_memory_spaces"].kind is inspect.Parameter.KEYWORD_ONLY
+    transform = _is_transform(co)
     found(COMPUTE_ON_BY_TYPE, not transform)
     found(COMPUTE_ON_TRANSFORM, transform)
     if not transform:
@@ -140,13 +139,19 @@ def compute_on() -> Callable:
     return by_type
 
 
+def _is_transform(co: Callable) -> bool:
+    """Whether jax's compute_on is the function transform (a keyword-only out_memory_spaces)."""
+    params = inspect.signature(co).parameters
+    return "out_memory_spaces" in params and params["out_memory_spaces"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
 def compute_on_nesting_error() -> type[Exception]:
     """What nesting compute_on raises: NotImplementedError from the by-type form, ValueError from the
     transform (its lowering raises it; jax's own test_nested_compute_error changed with it)."""
-    compute_on()
-    from harness.incell.compat import seen_apis
+    from jax.experimental.compute_on import compute_on as co
 
-    return ValueError if seen_apis().get(COMPUTE_ON_TRANSFORM) else NotImplementedError
+    compute_on()  # records the form, or skips as api absent
+    return ValueError if _is_transform(co) else NotImplementedError
 
 
 def lower_text_on_stream(fn: Callable, stream: int, *args: Any) -> str:

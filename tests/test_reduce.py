@@ -141,6 +141,71 @@ def test_a_failure_the_library_raises_is_reduced_without_a_contrast_cell(tmp_pat
     assert len(text.splitlines()) < len(LIBRARY_RAISES.splitlines()) - 8, text
 
 
+# A library whose own `assert` fails (torch_xla 2.8's call_jax on jax 0.10: `assert ..., "Jax is required for
+# this feature"`): source compiled under another file name, so the traceback's innermost frame is not the
+# script's, at a statement of the script's that is no check. No cell passes the case (the report's other
+# cells fail it another way).
+LIBRARY_ASSERTS = HEADER + textwrap.dedent('''\
+    import math
+
+    LIB = "def call_jax(f, args):\\n    assert jax_found(), 'Jax is required for this feature'\\n    return f(*args)\\n\\n\\ndef jax_found():\\n    return False\\n"
+    lib = {}
+    exec(compile(LIB, "site-packages/torch_xla/core/xla_builder.py", "exec"), lib)
+
+
+    def unrelated():
+        return sorted({"b": 2, "a": 1})
+
+
+    def core():
+        order = unrelated()
+        out = lib["call_jax"](lambda x: x * 2, (math.pi,))
+        assert order == ["a", "b"]
+        assert out == 2 * math.pi, f"call_jax gave {out}"
+        return out
+
+
+    if __name__ == "__main__":
+        core()
+    ''')
+
+
+def test_an_assertion_the_library_raises_is_reduced_as_the_librarys_error_without_a_contrast_cell(tmp_path):
+    # before: refused ("the script's own check ... no check statement of the script's was found in its traceback")
+    with _server(tmp_path, "bad") as bad:
+        red = reduce_script(LIBRARY_ASSERTS, bad, "Jax is required", budget_s=120)
+        text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == "frozen checks")
+        run = bad.run(text, 30)
+        assert signature(run, text, "Jax is required") == signature(bad.run(LIBRARY_ASSERTS, 30), LIBRARY_ASSERTS, "Jax is required")
+    assert run.record and run.record["in_script"] is False
+    assert red.signature.type == "builtins.AssertionError" and red.signature.own_check
+    assert red.contrast == [] and red.oracle == "" and "CHECKED_BY" not in text
+    assert "unrelated" not in text and "lib['call_jax'](lambda x: x * 2, (math.pi,))" in text, text
+    assert len(text.splitlines()) < len(LIBRARY_ASSERTS.splitlines()) - 8, text
+
+
+def test_an_own_assertion_helper_raising_outside_the_script_still_freezes_its_checks(tmp_path):
+    # np.testing.assert_* raises inside numpy (not the script's frame), but its call is a check: frozen as before
+    script = HEADER + textwrap.dedent('''\
+        import numpy as np
+
+        def unrelated():
+            return sorted({"b": 2, "a": 1})
+
+        def core():
+            order = unrelated()
+            got = np.float64(0.1) + np.float64(0.2)
+            np.testing.assert_equal(got, 0.3)
+            return order
+
+        if __name__ == "__main__":
+            core()
+        ''')
+    with _server(tmp_path, "bad") as bad:
+        red = reduce_script(script, bad, None, budget_s=60)
+    assert red.oracle == "frozen checks" and "np.testing.assert_equal(got, 0.3)" in red.body, red.body
+
+
 def test_a_script_that_does_not_fail_is_refused(tmp_path):
     with _server(tmp_path, "good") as good, pytest.raises(NotReducible, match="does not fail"):
         reduce_script(SCRIPT, good, None, budget_s=30)

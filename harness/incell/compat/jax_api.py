@@ -119,30 +119,19 @@ def make_mesh(n: int, axis: str) -> Any:
 
 def compute_on() -> Callable:
     """compute_on as the suites call it, `compute_on(compute_type)(f)`: jax.experimental.compute_on's
-    own (0.4.29+), or on a jax that has only the function transform, that transform with its outputs
-    in device memory (what the decorator gave, and what jax's own tests pass in its place); or skip
-    as api absent."""
+    own (0.4.29+), or on a jax that has only the function transform (0.11.1+), that transform with its
+    outputs in device memory (what the decorator gave, and what jax's own tests pass in its place); or
+    skip as api absent. Short on purpose: a reduced reproducer whose checks call it keeps it whole."""
     try:
         from jax.experimental.compute_on import compute_on as co
     except ImportError:
         api_absent(COMPUTE_ON, f"jax {jax.__version__}")
     found(COMPUTE_ON, True)
-    transform = _is_transform(co)
+    transform = found(COMPUTE_ON_TRANSFORM, "out_memory_spaces" in inspect.signature(co).parameters)
     found(COMPUTE_ON_BY_TYPE, not transform)
-    found(COMPUTE_ON_TRANSFORM, transform)
     if not transform:
         return co
-    device = jax.memory.Space.Device  # type: ignore[attr-defined]  # jax 0.11.1+, the transform's era
-
-    def by_type(compute_type: str) -> Callable:
-        return lambda f: co(f, compute_type=compute_type, out_memory_spaces=device)
-    return by_type
-
-
-def _is_transform(co: Callable) -> bool:
-    """Whether jax's compute_on is the function transform (a keyword-only out_memory_spaces)."""
-    params = inspect.signature(co).parameters
-    return "out_memory_spaces" in params and params["out_memory_spaces"].kind is inspect.Parameter.KEYWORD_ONLY
+    return lambda compute_type: lambda f: co(f, compute_type=compute_type, out_memory_spaces=jax.memory.Space.Device)
 
 
 def compute_on_nesting_error() -> type[Exception]:
@@ -151,7 +140,7 @@ def compute_on_nesting_error() -> type[Exception]:
     from jax.experimental.compute_on import compute_on as co
 
     compute_on()  # records the form, or skips as api absent
-    return ValueError if _is_transform(co) else NotImplementedError
+    return ValueError if "out_memory_spaces" in inspect.signature(co).parameters else NotImplementedError
 
 
 def lower_text_on_stream(fn: Callable, stream: int, *args: Any) -> str:

@@ -89,12 +89,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def _reduce_workers(text: str) -> int:
-    from harness.reduce.cli import workers_arg  # the parser module alone: nothing heavy
-
-    return workers_arg(text)
-
-
 def _workers_arg(text: str) -> int | str:
     """argparse type for --xdist: a number of workers or 'auto'."""
     from harness.run.workers import parse_workers
@@ -191,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
                     "suites in exact version cells, judge results against known upstream issues, "
                     "report, diff and bisect.")
+    from harness.reduce.cli import add_reduce_parser, workers_arg  # the parser module alone: nothing heavy
+
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
 
@@ -216,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also reduce each failing result's repro/CASE.py to repro/CASE.min.py (`harness reduce`; "
                         "CASE.md then shows the reduced script first); writes a repro for every failing result, "
                         "not the first 500")
-    p.add_argument("-j", "--jobs", type=_reduce_workers, default=1, metavar="N",
+    p.add_argument("-j", "--jobs", type=workers_arg, default=1, metavar="N",
                    help="with --reduce: reduce in N processes at once (see `harness reduce --help`)")
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
@@ -241,7 +237,6 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_bisect_parser(sub)
     from harness.nightly.filing import add_file_news_parser
-    from harness.reduce.cli import add_reduce_parser
 
     add_reduce_parser(sub)
     from harness.report.history import add_history_parser

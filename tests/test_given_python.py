@@ -66,3 +66,18 @@ def test_a_cuda_major_jax_does_not_publish_is_one_line(tmp_path, capsys, value):
     assert main(["matrix", "--matrix", str(m)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cuda must be one of 12, 13" in err
+
+
+def test_a_worker_cell_keeps_its_cuda_major_and_refuses_another():
+    """`harness run -j` hands each worker its cell as JSON on the command line: cuda survives the trip,
+    and a value that is no CUDA major jax publishes is one line, never a requirement."""
+    import dataclasses
+
+    from harness.errors import UserError
+    from harness.run.parallel import cell_from_json, cell_to_json
+
+    cell = Cell(name="a-gpu", device="gpu", pins={"jax": "0.10.2", "jaxlib": "0.10.2"}, cuda="13")
+    assert cell_from_json(cell_to_json(cell)).requirements()[0] == "jax[cuda13]==0.10.2"
+    for bad in ("11", "{cuda}", "13] @ file:///x"):
+        with pytest.raises(UserError, match="cuda"):
+            cell_from_json(cell_to_json(dataclasses.replace(cell, cuda=bad)))

@@ -12,7 +12,7 @@ DEVICE_TYPES = ("cpu", "gpu", "tpu")
 # Extras that turn a CPU pin into the accelerator build (the real upstream install recipes).
 EXTRAS = {
     "cpu": {},
-    "gpu": {"jax": "cuda12"},
+    "gpu": {"jax": "cuda{cuda}"},  # the cell's CUDA major (CUDA_MAJORS)
     "tpu": {"jax": "tpu", "torch-xla": "tpu"},
 }
 # CUDA majors a gpu cell may ask for (the matrix key `cuda:`): jax publishes `jax[cudaN]` with its
@@ -32,9 +32,8 @@ def device_extra(device: str, pkg: str, pinned: list[str], cuda: str = "12") -> 
     key = pkg.replace("_", "-").lower()
     if device == "tpu" and key == "jax" and "torch-xla" in names:
         return None
-    if device == "gpu" and key == "jax":
-        return f"cuda{cuda}"
-    return EXTRAS.get(device, {}).get(key)
+    extra = EXTRAS.get(device, {}).get(key)
+    return extra.format(cuda=cuda) if extra else None
 
 
 # The runtime each accelerator recipe must bring in beside the pins (dist -> module to import): the
@@ -43,7 +42,7 @@ def device_extra(device: str, pkg: str, pinned: list[str], cuda: str = "12") -> 
 # from jax-cuda12-pjrt) plus the kernels package jax_cuda12_plugin (CUDA libraries from nvidia-* wheels).
 RUNTIME_PACKAGES = {
     "cpu": {},
-    "gpu": {"jax": {"jax-cuda12-pjrt": "jax_plugins.xla_cuda12", "jax-cuda12-plugin": "jax_cuda12_plugin"}},
+    "gpu": {"jax": {"jax-cuda{cuda}-pjrt": "jax_plugins.xla_cuda{cuda}", "jax-cuda{cuda}-plugin": "jax_cuda{cuda}_plugin"}},
     "tpu": {"jax": {"libtpu": "libtpu"}, "torch-xla": {"libtpu": "libtpu"}},
 }
 # GitHub Actions runner labels per device type, unless a cell names its own (`runs_on`).
@@ -79,7 +78,7 @@ def runtime_packages(device: str, pinned: list[str], cuda: str = "12") -> dict[s
     out: dict[str, str] = {}
     for pkg in pinned:
         for dist, module in RUNTIME_PACKAGES.get(device, {}).get(pkg.replace("_", "-").lower(), {}).items():
-            out[dist.replace("cuda12", f"cuda{cuda}")] = module.replace("cuda12", f"cuda{cuda}")
+            out[dist.format(cuda=cuda)] = module.format(cuda=cuda)
     return out
 
 

@@ -84,6 +84,7 @@ def cell_from_json(text: str) -> Cell:
     """Inverse of cell_to_json. The value comes from the parent's argv, but it is a command-line value all
     the same: anything but a cell this harness wrote (a named cell: its results path stays in --out) is one
     line, exit 2."""
+    from harness.cells.devices import CUDA_MAJORS
     from harness.cells.matrix import _CELL_NAME_RE
 
     try:
@@ -94,6 +95,8 @@ def cell_from_json(text: str) -> Cell:
         raise UserError("--worker-cell: not a cell written by `harness run -j` (an internal option)") from None
     if not isinstance(cell.name, str) or not _CELL_NAME_RE.match(cell.name):
         raise UserError(f"--worker-cell: cell name {cell.name!r} is not NAME-cpu|gpu|tpu")
+    if cell.cuda not in CUDA_MAJORS:  # it becomes part of a requirement (jax[cudaN]) and a module name
+        raise UserError(f"--worker-cell: cuda {str(cell.cuda)[:20]!r} is not one of {', '.join(CUDA_MAJORS)}")
     return cell
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from harness.incell.compat import require
@@ -138,7 +138,7 @@ def entries() -> tuple[OpEntry, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def opinfo(key: str) -> Any:
     """The OpInfo behind a case key."""
     by_key = {e.key: i for i, e in enumerate(entries())}
@@ -153,34 +153,44 @@ def supported(key: str) -> list[str]:
     return [d for d in DTYPES if getattr(torch, d) in have]
 
 
-# Dtypes per op in the `ci` profile: the first the op supports in DTYPES' order (float32 first), on
-# both paths. All five cost about 4x the time (3,136 cases, 35 min on the loaded 2-core box, against
-# the 3-minute budget per cell); `nightly` runs every dtype, SEAMS_OPINFO_DTYPES=all does here, and a
-# case named on the command line (a known issue's, a bisect probe's) is collected in any profile.
-CI_DTYPES = 1
+# Dtypes per op and path in the `ci` profile: every dtype the op supports on the traced path, the
+# first (in DTYPES' order, float32 first) on the eager one. Measured on torchax0013-cpu's every-dtype
+# run (2026-11-25, idle box; suites/torchax_ops/README.md): all five dtypes on both paths take 305 s
+# of cell time against the 3-minute budget, compile-bound (about 60% of a case is XLA compiling);
+# an eager case compiles each primitive the lowering runs, a traced one a single executable, so an
+# eager case costs about 1.7x a traced one. The dtype-specific causes (bfloat16 widened or rounded
+# differently, float64 computed in float32, bool and int64 semantics, in-place float results cast
+# into integer inputs) show on both paths: traced every dtype plus eager's first found all 47
+# causes of that run and 395 of the 396 failing (form, op) pairs, where one dtype found 27 causes.
+# `nightly` runs every dtype on both paths, SEAMS_OPINFO_DTYPES=all (or N, both paths) does here,
+# and a case named on the command line (a known issue's, a bisect probe's) is collected in any profile.
+CI_DTYPES: dict[str, int | None] = {"eager": 1, "jit": None}
 
 
-def dtype_cap() -> int | None:
-    """How many of an op's supported dtypes become cases: None for all of them."""
+def dtype_cap(path: str) -> int | None:
+    """How many of an op's supported dtypes become cases on this path: None for all of them."""
     given = os.environ.get("SEAMS_OPINFO_DTYPES", "").strip()
     if given == "all":
         return None
     if given.isdigit() and int(given) > 0:
         return int(given)
-    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_DTYPES
+    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_DTYPES[path]
+
+
+def _per_dtype(key: str, asked: frozenset[str]) -> list[tuple[str, str, str]]:
+    """(key, dtype, path) of one op: each path's first dtype_cap(path) supported dtypes, and any asked."""
+    caps = {p: dtype_cap(p) for p in PATHS}
+    return [(key, d, p) for i, d in enumerate(supported(key)) for p in PATHS
+            if caps[p] is None or i < caps[p] or f"{key}-{d}-{p}" in asked]
 
 
 def cases(asked: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
-    """(key, dtype, path) for every registered OpInfo, each dtype it supports (the first dtype_cap()
-    of them) and path; plus any case in `asked` (ids KEY-DTYPE-PATH) the op supports."""
-    cap = dtype_cap()
+    """(key, dtype, path) for every registered OpInfo, each dtype it supports (as dtype_cap() takes
+    them per path) and path; plus any case in `asked` (ids KEY-DTYPE-PATH) the op supports."""
     out = []
     for e in entries():
-        if not e.covered_by:
-            continue
-        dtypes = supported(e.key)
-        out += [(e.key, d, p) for i, d in enumerate(dtypes) for p in PATHS
-                if cap is None or i < cap or f"{e.key}-{d}-{p}" in asked]
+        if e.covered_by:
+            out += _per_dtype(e.key, asked)
     return out
 
 
@@ -203,17 +213,11 @@ def has_variant(key: str, variant: str) -> bool:
 def variant_cases(variant: str, asked: frozenset[str] = frozenset()) -> list[tuple[str, ...]]:
     """The cases of one variant: (key, path) for `error` (an OpInfo's error inputs are not per dtype),
     (key, dtype, path) for `inplace` and `out`, dtypes as cases() takes them; plus any case in `asked`."""
-    cap = dtype_cap()
     out: list[tuple[str, ...]] = []
     for e in entries():
         if not e.covered_by or not has_variant(e.key, variant):
             continue
-        if variant == "error":
-            out += [(e.key, p) for p in PATHS]
-            continue
-        dtypes = supported(e.key)
-        out += [(e.key, d, p) for i, d in enumerate(dtypes) for p in PATHS
-                if cap is None or i < cap or f"{e.key}-{d}-{p}" in asked]
+        out += [(e.key, p) for p in PATHS] if variant == "error" else _per_dtype(e.key, asked)
     return out
 
 

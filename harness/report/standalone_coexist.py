@@ -203,7 +203,14 @@ def _living(short: Short) -> list[str]:
     setup = [f"    {s}" for k in short.keys for s in table[k][0]]
     lines = ["import inspect, json, os, subprocess, sys", "ENV", "from importlib.metadata import version", "",
              *_PROBE, "    import torch", *setup]
-    if short.errors:
+    if short.errors and len(short.keys) == 1:  # the one fact, or the error it raised (its root cause, as the suite records it)
+        key, expr = short.keys[0], table[short.keys[0]][1]
+        lines += ["    try:", f"        found = {{{key!a}: {expr}}}",
+                  "    except Exception as exc:  # torch.compile wraps what failed: the root cause is the fact",
+                  "        for _ in range(20):", "            exc = exc.__cause__ or exc.__context__ or exc",
+                  f"        found = {{{key!a}: f\"error: {{type(exc).__name__}}: {{str(exc).splitlines()[0][:200] if str(exc) else ''}}\"}}",
+                  "    print('SEAMS-ANSWER ' + json.dumps(found))"]
+    elif short.errors:
         calls = ", ".join(f"{k!a}: lambda: {table[k][1]}" for k in short.keys)
         lines += ["    found = {}", f"    for key, fact in {{{calls}}}.items():  # only the facts the run found differing",
                   "        try:", "            found[key] = fact()",
@@ -230,7 +237,7 @@ _LACKS = {
         "        try:",
         "            obj = getattr(obj, part)",
         "        except AttributeError as exc:",
-        "            if not hasattr(obj, '__path__') or find_spec(sub := '.'.join(api.split('.')[:i])) is None:",
+        "            if not hasattr(obj, '__path__') or importlib.util.find_spec(sub := '.'.join(api.split('.')[:i])) is None:",
         "                return f'AttributeError: {exc}'",
         "            obj = importlib.import_module(sub)",
     ],
@@ -258,10 +265,10 @@ def _census(short: Short) -> list[str]:
     else:
         uses = [f"USES = {{  {what}", *(f"    {api!a}: {site!a}," for api, site in short.uses), "}"]
     return [
-        "import os, re" if short.kind == "torch-ops" else "import importlib, os, re", "ENV", "from importlib.metadata import version", "from importlib.util import find_spec",
+        "import importlib.util, os, re", "ENV", "from importlib.metadata import version",
         *uses, "", *_LACKS["torch-ops" if short.kind == "torch-ops" else "jax"], "",
         "def named(api, site):  # whether the bridge's file at `site` still names the API's last part",
-        "    path = os.path.join(os.path.dirname(os.path.dirname(find_spec(site.split('/')[0]).origin)), site.split(':')[0])",
+        "    path = os.path.join(os.path.dirname(os.path.dirname(importlib.util.find_spec(site.split('/')[0]).origin)), site.split(':')[0])",
         "    return re.search(rf\"\\b{api.rsplit('.', 1)[-1]}\\b\", open(path).read()) is not None", "",
         f"{name} = [(api, site, why) for api, site in USES.items() if named(api, site) and (why := lacks(api)) is not None]",
         f"assert not {name}, (f\"{_label(short)} {words}\\n  \" + '; '.join(",

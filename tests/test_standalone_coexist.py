@@ -1,0 +1,161 @@
+"""The coexist family's short scripts (harness/report/standalone_coexist.py), without a cell: what a failing
+run's message picks, that everything from it is a checked literal, that each fact is the probe's own, and
+the scripts' lengths. Running them in cells beside the full scripts: docs/reduce.md ("Coexist scripts
+minimal by construction") and the e2e test at the end."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from harness.report.standalone import export_script
+from harness.report.standalone_coexist import FACTS, Short, short_form
+
+CELL = {"cell": "torchax0013-cpu", "device": "cpu", "pins": {"torchax": "0.0.13", "torch": "2.9.0", "jax": "0.7.2"},
+        "versions": {"jax": "0.7.2", "torch": "2.9.0"}, "install_line": "pip install torchax==0.0.13",
+        "env": {"PJRT_DEVICE": "CPU", "JAX_PLATFORMS": "cpu"}}
+LIVING = "suites/coexist/test_living_together.py::"
+FEATURE = LIVING + "test_torch_feature_is_unchanged_by_importing[torchax-{}]"
+ORDER = LIVING + "test_import_order_gives_the_same_results[torchax]"
+CENSUS = "suites/coexist/test_census.py::test_bridge_uses_only_jax_apis_the_cell_has[{}]"
+FALLBACKS = "suites/coexist/test_census.py::test_bridge_has_no_silent_fallbacks[torchax]"
+OPS = "suites/coexist/test_census.py::test_torchax_registers_only_torch_ops_the_cell_has"
+
+# messages as the default run recorded them (/tmp/r32b/report.json; the stderr tail cut short)
+COMPILE = ("after `import torchax` (torchax 0.0.13), torch's compile differs from a fresh process without it:\n"
+           "  function without tensor inputs: [2.0, 2.0, 2.0] -> 'error: RuntimeError: PyTorch is not linked with support for jax devices'")
+DEVICES = ("after `import torchax` (torchax bundled in torch-xla 2.9.0), torch's devices differs from a fresh process without it:\n"
+           "  privateuse1 backend name: 'privateuseone' -> 'jax'\n"
+           "  torch.accelerator.current_accelerator(): 'cuda' -> 'jax'\n"
+           "  torch.accelerator.is_available(): False -> True")
+NO_FLAX = ("a fresh process importing torchax, jax exited 1 without its answer: ModuleNotFoundError: No module named 'flax'\n"
+           "Traceback (most recent call last):\n  File \"<string>\", line 148, in <module>")
+PALLAS = ("torch_xla 2.8.1 uses 2 jax API(s) that jax 0.10.2 lacks:\n  jax._src.dtypes.bit_width "
+          "(torch_xla/experimental/pallas_kernels/ragged_paged_attention_v2.py:1533); jax.experimental.pallas.store "
+          "(torch_xla/experimental/pallas_kernels/ragged_paged_attention_kernel.py:466, +3 more)")
+DLPACK = ("torchax bundled in torch-xla 2.9.0 uses 1 API(s) this cell lacks inside try/except, so it falls back without "
+          "saying so:\n  jax.dlpack.to_dlpack (torchax/ops/mappings.py:58): AttributeError: jax.dlpack.to_dlpack was "
+          "deprecated in JAX v0.6.0 and removed in JAX v0.7.0. Please use the newer DLPack")
+DIMNAME = ("torchax 0.0.13 names 2 torch operator(s) that torch 2.13.0 lacks:\n  torch.ops.aten.all.dimname "
+           "(torchax/decompositions.py:357): aten::all has no overload 'dimname' (it has all_out, bool); "
+           "torch.ops.aten.prod.dim_Dimname (torchax/amp.py:118): aten::prod has no overload 'dim_Dimname' (it has default)")
+
+
+@pytest.mark.parametrize("case, message, short", [
+    (FEATURE.format("compile"), COMPILE,
+     Short("feature", "torchax", feature="compile", keys=("function without tensor inputs",), errors=True)),
+    (FEATURE.format("devices"), DEVICES,
+     Short("feature", "torchax", feature="devices", bundled=True, keys=(
+         "privateuse1 backend name", "torch.accelerator.current_accelerator()", "torch.accelerator.is_available()"))),
+    (FEATURE.format("rng"), NO_FLAX, Short("import", "torchax", order=("torchax", "jax"))),
+    (ORDER, NO_FLAX.replace("torchax, jax", "jax, torchax"), Short("import", "torchax", order=("jax", "torchax"))),
+    (CENSUS.format("torch_xla"), PALLAS, Short("jax", "torch_xla", uses=(
+        ("jax._src.dtypes.bit_width", "torch_xla/experimental/pallas_kernels/ragged_paged_attention_v2.py:1533"),
+        ("jax.experimental.pallas.store", "torch_xla/experimental/pallas_kernels/ragged_paged_attention_kernel.py:466, +3 more")))),
+    (FALLBACKS, DLPACK, Short("fallbacks", "torchax", bundled=True, uses=(("jax.dlpack.to_dlpack", "torchax/ops/mappings.py:58"),))),
+    (OPS, DIMNAME, Short("torch-ops", "torchax", uses=(("torch.ops.aten.all.dimname", "torchax/decompositions.py:357"),
+                                                      ("torch.ops.aten.prod.dim_Dimname", "torchax/amp.py:118")))),
+])
+def test_a_failing_runs_message_picks_what_the_short_script_checks(case, message, short):
+    assert short_form(case, message) == short
+
+
+@pytest.mark.parametrize("case, message", [
+    (FEATURE.format("rng"), "after `import torchax` (torchax 0.0.13), torch's rng differs from a fresh process without it:\n"
+                            "  rand(4): [0.1] -> [0.2]"),                             # draws in sequence: not one alone
+    (FEATURE.format("compile"), COMPILE.replace("function without", "function with'); import os; ('")),  # no such fact
+    (FEATURE.format("compile"), COMPILE.replace("compile differs", "devices differs")),   # another feature than the id's
+    (FEATURE.format("compile"), COMPILE.replace("torchax 0.0.13", "torchax 0.0.13'); import os; ('")),  # label grammar
+    (FEATURE.format("devices"), NO_FLAX.replace("torchax, jax", "jax, torchax")),        # an order this case never starts
+    (FEATURE.format("devices"), NO_FLAX.replace("torchax, jax", "os, torchax")),
+    (ORDER, "torchax 0.0.13: importing jax first, then torchax, differs from torchax first"),  # an order difference
+    (CENSUS.format("torch_xla"), PALLAS.replace("uses 2", "uses 3")),                   # the count disagrees
+    (CENSUS.format("torch_xla"), PALLAS.replace("torch_xla/experimental", "torch_xla/../../etc")),  # a site off the bridge
+    (CENSUS.format("torch_xla"), PALLAS.replace("jax._src.dtypes.bit_width", "os.system")),  # not a jax API
+    (CENSUS.format("torchax"), PALLAS),                                                  # another bridge than the id's
+    (OPS, DIMNAME.replace("torch.ops.aten.all.dimname", "torch.ops.aten.all")),         # no overload named
+    ("suites/coexist/test_declared.py::test_bridge_imports_only_what_it_declares[torchax]",
+     "torchax 0.0.13: importing it and calling its entry points needs 1 package(s) its metadata does not declare:\n"
+     "  torch (imported by torchax; installed: yes)"),                                   # declared: the full script
+    (FEATURE.format("compile"), None),
+])
+def test_what_the_patterns_do_not_read_keeps_the_full_script(case, message):
+    assert short_form(case, message) is None
+    assert export_script(case, CELL, message=message) == export_script(case, CELL)
+
+
+def _literals_only(script: str, values: list[str]) -> None:
+    """Each value from the message is inside a string literal of the script, never code."""
+    tree = ast.parse(script)
+    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    for v in values:
+        assert any(v in s for s in strings), v
+
+
+@pytest.mark.parametrize("case, message", [
+    (FEATURE.format("compile"), COMPILE), (FEATURE.format("devices"), DEVICES), (FEATURE.format("dlpack"), NO_FLAX),
+    (ORDER, NO_FLAX.replace("torchax, jax", "jax, torchax")), (CENSUS.format("torch_xla"), PALLAS), (FALLBACKS, DLPACK),
+    (OPS, DIMNAME),
+])
+def test_the_short_script_is_self_contained_lint_clean_and_short(case, message, tmp_path):
+    script = export_script(case, CELL, {"id": "x\nimport os", "link": "https://e/1"}, message=message)
+    short = short_form(case, message)
+    assert short is not None
+    tree = ast.parse(script)
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"harness", "pytest", "suites"}, imported
+    _literals_only(script, [*short.keys, *(x for use in short.uses for x in use), *short.order])
+    assert "import os\n" not in script.split("KNOWN_ISSUE")[0]  # the known issue's id is a literal too
+    lines = len(script.splitlines())
+    assert lines <= bound(short), (lines, script)
+    path = tmp_path / "s.py"
+    path.write_text(script)
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--select", "F", str(path)],
+                          capture_output=True, text=True)
+    assert ruff.returncode == 0, ruff.stdout
+
+
+def bound(short: Short) -> int:
+    """Issue 32's 30 lines, and the named bounds: a census script lists each API of the run's finding on a
+    line of its own (beyond the first, with the dict's two braces); a fact that raised keeps its root cause
+    (torch.compile wraps what failed, and the known issue's match reads the root error: 5 lines) and the
+    probe's named function it compiles (2)."""
+    if short.uses and len(short.uses) > 1:
+        return 30 + len(short.uses) - 1 + 2
+    if short.errors:
+        return 35
+    return 30
+
+
+def test_each_fact_is_the_probes_own():
+    """FACTS' keys and expressions are those of suites/coexist/living.py's probe (torch.compile's through
+    its `compiled(fn, *args)` there), so a short script computes what the case compared."""
+    from suites.coexist import living
+
+    src = ast.unparse(ast.parse(inspect.getsource(living.probe)))
+    compiled = {"function of a tensor": "compiled(lambda x: torch.sin(x) + 1, torch.arange(4.0))",
+                "function without tensor inputs": "compiled(no_tensor_inputs)", "module": "compiled(module, torch.ones(3))"}
+    for feature, table in FACTS.items():
+        assert f"'{feature}'" in src
+        for key, (setup, expr) in table.items():
+            assert f"'{key}'" in src, key
+            if feature == "compile":
+                assert compiled[key] in src, key
+            else:
+                inner = expr[4:-1] if expr.startswith("str(") else expr
+                assert inner.removesuffix("()") in src, (key, expr)
+            for line in setup:
+                assert ast.unparse(ast.parse(line.strip() + ("\n    pass" if line.rstrip().endswith(":") else ""))
+                                   ).splitlines()[0] in src, line
+    assert set(FACTS) == set(living_features()) - {"rng"}
+
+
+def living_features() -> tuple[str, ...]:
+    from suites.coexist.test_living_together import FEATURES
+
+    return FEATURES

@@ -276,6 +276,22 @@ def _census(short: Short) -> list[str]:
     ]
 
 
+MAX_LINES = 30  # issue 32's bound for every reduced script
+
+
+def line_bound(short: Short) -> int:
+    """The short script's length bound: issue 32's 30 lines, and where it cannot be, named: a census script
+    lists each API of the run's finding on a line of its own (beyond the first, with the dict's two braces:
+    33 lines for 2 APIs, 37 for the pallas kernels' 6, 52 for torch 2.13's 21 named-tensor overloads); a
+    torch fact that raised keeps its root cause (torch.compile wraps what failed, and the known issue's
+    match reads the root error: 5 lines) and the probe's named function it compiles (2 lines): 35."""
+    if len(short.uses) > 1:
+        return MAX_LINES + len(short.uses) - 1 + 2
+    if short.errors:
+        return 35
+    return MAX_LINES
+
+
 def export_coexist_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None,
                           short: Short) -> str:
     """The short script of one failing coexist case (see the module docstring)."""

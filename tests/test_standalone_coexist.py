@@ -82,7 +82,8 @@ def test_a_failing_runs_message_picks_what_the_short_script_checks(case, message
      ("torchax 0.0.13: importing it and calling its entry points needs 1 package(s) its metadata does not declare:\n"
      "  torch (imported by torchax; installed: yes)")),                                   # declared: the full script
     (FEATURE.format("compile"), None),
-])
+    (FEATURE.format("devices"), DEVICES + "\n  torch.cuda.is_available(): False -> True\n  torch.xpu.is_available(): False -> True"),
+])                                                    # 5 facts of 7 shown: the run cut its message, more may differ
 def test_what_the_patterns_do_not_read_keeps_the_full_script(case, message):
     assert short_form(case, message) is None
     assert export_script(case, CELL, message=message) == export_script(case, CELL)
@@ -187,3 +188,10 @@ def test_a_short_coexist_script_fails_as_the_full_one_does(tmp_path):
             if sigs[0] != sigs[1] or sigs[0].status != 1 or not str(sigs[0].failure).startswith("match: "):
                 wrong.append(f"{case_id}: full {sigs[0].describe()} / short {sigs[1].describe()}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_message_lines_a_run_keeps_are_the_plugins():
+    from harness.incell.plugin import _MESSAGE_LINES
+    from harness.report.standalone_coexist import MESSAGE_LINES
+
+    assert MESSAGE_LINES == _MESSAGE_LINES

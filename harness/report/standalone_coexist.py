@@ -98,7 +98,7 @@ FACTS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "autocast off outside": ((), "str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)"),
     },
 }
-COMPILE_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}  # suites/coexist/living.py's, for every fresh process
+MESSAGE_LINES = 6  # a run records its message's first lines only (harness/incell/plugin.py _MESSAGE_LINES)
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,8 @@ def short_form(case_id: str, message: str | None) -> Short | None:
             if key is None or key in keys:
                 return None
             keys.append(key)
+        if len(keys) >= MESSAGE_LINES - 1 and len(table) > len(keys):
+            return None  # the run kept the message's first lines only: more facts may have differed
         errors = any(re.search(r"(?:^|: |-> )'error: ", line) for line in rest.split("\n"))
         return Short("feature", bridge, feature=feature, keys=tuple(keys), bundled=bool(d.group("bundled")),
                      errors=errors) if keys else None

@@ -25,6 +25,7 @@ CENSUS = "suites/coexist/test_census.py::test_bridge_uses_only_jax_apis_the_cell
 FALLBACKS = "suites/coexist/test_census.py::test_bridge_has_no_silent_fallbacks[torchax]"
 OPS = "suites/coexist/test_census.py::test_torchax_registers_only_torch_ops_the_cell_has"
 
+DECLARED = "suites/coexist/test_declared.py::test_bridge_imports_only_what_it_declares[{}]"
 # messages as the default run recorded them (/tmp/r32b/report.json; the stderr tail cut short)
 COMPILE = ("after `import torchax` (torchax 0.0.13), torch's compile differs from a fresh process without it:\n"
            "  function without tensor inputs: [2.0, 2.0, 2.0] -> 'error: RuntimeError: PyTorch is not linked with support for jax devices'")
@@ -40,6 +41,10 @@ PALLAS = ("torch_xla 2.8.1 uses 2 jax API(s) that jax 0.10.2 lacks:\n  jax._src.
 DLPACK = ("torchax bundled in torch-xla 2.9.0 uses 1 API(s) this cell lacks inside try/except, so it falls back without "
           "saying so:\n  jax.dlpack.to_dlpack (torchax/ops/mappings.py:58): AttributeError: jax.dlpack.to_dlpack was "
           "deprecated in JAX v0.6.0 and removed in JAX v0.7.0. Please use the newer DLPack")
+UNDECLARED = ("torchax 0.0.13: importing it and calling its entry points needs 1 package(s) its metadata does not declare:\n"
+              "  torch (imported by torchax; installed: yes)")
+XLA27 = ("torch_xla 2.7.0: importing it and calling its entry points needs 2 package(s) its metadata does not declare:\n"
+         "  torch (imported by torch_xla; installed: yes)\n  torchax (imported by torch_xla.core.xla_builder; installed: yes)")
 DIMNAME = ("torchax 0.0.13 names 2 torch operator(s) that torch 2.13.0 lacks:\n  torch.ops.aten.all.dimname "
            "(torchax/decompositions.py:357): aten::all has no overload 'dimname' (it has all_out, bool); "
            "torch.ops.aten.prod.dim_Dimname (torchax/amp.py:118): aten::prod has no overload 'dim_Dimname' (it has default)")
@@ -57,6 +62,8 @@ DIMNAME = ("torchax 0.0.13 names 2 torch operator(s) that torch 2.13.0 lacks:\n 
         ("jax._src.dtypes.bit_width", "torch_xla/experimental/pallas_kernels/ragged_paged_attention_v2.py:1533"),
         ("jax.experimental.pallas.store", "torch_xla/experimental/pallas_kernels/ragged_paged_attention_kernel.py:466, +3 more")))),
     (FALLBACKS, DLPACK, Short("fallbacks", "torchax", bundled=True, uses=(("jax.dlpack.to_dlpack", "torchax/ops/mappings.py:58"),))),
+    (DECLARED.format("torchax"), UNDECLARED, Short("declared", "torchax")),
+    (DECLARED.format("torch_xla"), XLA27, Short("declared", "torch_xla")),
     (OPS, DIMNAME, Short("torch-ops", "torchax", uses=(("torch.ops.aten.all.dimname", "torchax/decompositions.py:357"),
                                                       ("torch.ops.aten.prod.dim_Dimname", "torchax/amp.py:118")))),
 ])
@@ -78,9 +85,11 @@ def test_a_failing_runs_message_picks_what_the_short_script_checks(case, message
     (CENSUS.format("torch_xla"), PALLAS.replace("jax._src.dtypes.bit_width", "os.system")),  # not a jax API
     (CENSUS.format("torchax"), PALLAS),                                                  # another bridge than the id's
     (OPS, DIMNAME.replace("torch.ops.aten.all.dimname", "torch.ops.aten.all")),         # no overload named
-    ("suites/coexist/test_declared.py::test_bridge_imports_only_what_it_declares[torchax]",
-     ("torchax 0.0.13: importing it and calling its entry points needs 1 package(s) its metadata does not declare:\n"
-     "  torch (imported by torchax; installed: yes)")),                                   # declared: the full script
+    (DECLARED.format("torchax"), UNDECLARED.replace("installed: yes", "installed: no (import torchax)")),  # missing: full
+    (DECLARED.format("torchax"), UNDECLARED.replace("yes)", "yes; declared only by its extra(s) cpu)")),
+    (DECLARED.format("torchax"), UNDECLARED.replace("torchax;", "torchax'); import os; ('x;")),   # not a module name
+    (DECLARED.format("torch_xla"), UNDECLARED),                                          # another bridge than the id's
+    (DECLARED.format("torchax"), UNDECLARED.replace("needs 1", "needs 2")),              # the count disagrees
     (FEATURE.format("compile"), None),
     (FEATURE.format("devices"), DEVICES + "\n  torch.cuda.is_available(): False -> True\n  torch.xpu.is_available(): False -> True"),
 ])                                                    # 5 facts of 7 shown: the run cut its message, more may differ
@@ -100,7 +109,7 @@ def _literals_only(script: str, values: list[str]) -> None:
 @pytest.mark.parametrize("case, message", [
     (FEATURE.format("compile"), COMPILE), (FEATURE.format("devices"), DEVICES), (FEATURE.format("dlpack"), NO_FLAX),
     (ORDER, NO_FLAX.replace("torchax, jax", "jax, torchax")), (CENSUS.format("torch_xla"), PALLAS), (FALLBACKS, DLPACK),
-    (OPS, DIMNAME),
+    (OPS, DIMNAME), (DECLARED.format("torchax"), UNDECLARED), (DECLARED.format("torch_xla"), XLA27),
 ])
 def test_the_short_script_is_self_contained_lint_clean_and_short(case, message, tmp_path):
     script = export_script(case, CELL, {"id": "x\nimport os", "link": "https://e/1"}, message=message)

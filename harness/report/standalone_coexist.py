@@ -44,6 +44,7 @@ _ORDER_ID = re.compile(rf"{re.escape(LIVING)}test_import_order_gives_the_same_re
 _CENSUS_ID = re.compile(rf"{re.escape(CENSUS)}(?:(?P<test>test_bridge_uses_only_jax_apis_the_cell_has|"
                         r"test_bridge_has_no_silent_fallbacks)\[(?P<bridge>torchax|torch_xla)\]|"
                         r"(?P<ops>test_torchax_registers_only_torch_ops_the_cell_has))")
+_DECLARED_ID = re.compile(r"suites/coexist/test_declared\.py::test_bridge_imports_only_what_it_declares\[(?P<bridge>torchax|torch_xla)\]")
 # the bridge as the suite labels it (suites/coexist/census.py Bridge.label): `torchax 0.0.13`, `torch_xla 2.9.0`,
 # or `torchax bundled in torch-xla 2.9.0`; only whether it is bundled is read (the version is the script's own)
 _LABEL = r"(?P<module>torchax|torch_xla) (?:(?P<bundled>bundled in torch-xla) )?[0-9][0-9A-Za-z.+!-]*"
@@ -54,6 +55,10 @@ _CENSUS_HEAD = {"jax": re.compile(rf"{_LABEL} uses (?P<n>[0-9]+) jax API\(s\) th
                 "fallbacks": re.compile(rf"{_LABEL} uses (?P<n>[0-9]+) API\(s\) this cell lacks inside try/except, "
                                         r"so it falls back without saying so:"),
                 "torch-ops": re.compile(rf"{_LABEL} names (?P<n>[0-9]+) torch operator\(s\) that torch \S+ lacks:")}
+_UNDECLARED_HEAD = re.compile(rf"{_LABEL}: importing it and calling its entry points needs (?P<n>[0-9]+) package\(s\) "
+                              r"its metadata does not declare:")
+# an undeclared package the bridge's module imported, installed (a missing one, or one only an extra declares: the full script)
+_UNDECLARED = re.compile(r"  [a-z0-9][a-z0-9-]* \(imported by [A-Za-z_][A-Za-z0-9_.]*; installed: yes\)")
 _API = {"jax": r"jax(?:\.[A-Za-z_][A-Za-z0-9_]*)+", "fallbacks": r"jax(?:\.[A-Za-z_][A-Za-z0-9_]*)+",
         "torch-ops": r"torch\.ops\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*"}
 _SITE = r"(?:torchax|torch_xla)(?:/[A-Za-z0-9_]+)+\.py:[0-9]{1,6}(?:, \+[0-9]{1,6} more)?"
@@ -117,7 +122,8 @@ class Short:
     @property
     def check(self) -> str:
         """The one check the script keeps (reduce.json's `by_construction`)."""
-        return {"import": "the bridge's import in a fresh process", "feature": f"torch's {self.feature} facts that differ"
+        return {"import": "the bridge's import in a fresh process", "feature": f"torch's {self.feature} facts that differ",
+                "declared": "the packages its modules import that its metadata does not declare"
                 }.get(self.kind, f"the {self.kind} census's missing APIs")
 
 
@@ -152,6 +158,15 @@ def short_form(case_id: str, message: str | None) -> Short | None:
         errors = any(re.search(r"(?:^|: |-> )'error: ", line) for line in rest.split("\n"))
         return Short("feature", bridge, feature=feature, keys=tuple(keys), bundled=bool(d.group("bundled")),
                      errors=errors) if keys else None
+    declared_id = _DECLARED_ID.fullmatch(case_id or "")
+    if declared_id:
+        bridge = declared_id.group("bridge")
+        h = _UNDECLARED_HEAD.fullmatch(first)
+        entries = rest.split("\n")
+        if h is None or h.group("module") != bridge or len(entries) != int(h.group("n")) or len(entries) >= MESSAGE_LINES \
+                or not all(_UNDECLARED.fullmatch(e) for e in entries):
+            return None
+        return Short("declared", bridge, bundled=bool(h.group("bundled")))
     if census_id:
         kind = "torch-ops" if census_id.group("ops") else "jax" if "jax_apis" in census_id.group("test") else "fallbacks"
         bridge = census_id.group("bridge") or "torchax"
@@ -278,6 +293,71 @@ def _census(short: Short) -> list[str]:
     ]
 
 
+# suites/coexist/declared.py's import_probe, its entry points per bridge
+_ENTRY_POINTS = {
+    "torchax": ["import torch, torchax, torchax.interop", "env = torchax.default_env()", "torchax.extract_jax(torch.nn.Linear(2, 2))",
+                "with env:", "    t = torch.ones(2, device='jax')", "    import jax.numpy as jnp", "",
+                "    torchax.interop.call_jax(jnp.sin, t)", "    torchax.interop.jax_jit(lambda x: x + 1)(t)"],
+    "torch_xla": ["import torch", "import torch_xla.core.xla_model as xm", "", "t = torch.ones(2).to(xm.xla_device())",
+                  "xm.mark_step()", "import torch_xla.core.xla_builder as xb", "",
+                  "if hasattr(xb, 'call_jax'):  # 2.7+: where torch_xla reaches for jax (and torchax)",
+                  "    import jax.numpy as jnp", "", "    xb.call_jax(jnp.sin, (t,)).cpu()"],
+}
+
+
+def _declared(short: Short) -> list[str]:
+    dist = "torch-xla" if short.bundled or short.bridge == "torch_xla" else "torchax"
+    entry = [f"        {line}" if line else line for line in _ENTRY_POINTS[short.bridge] if line]
+    return [
+        "import inspect, json, os, re, subprocess, sys", "ENV",
+        "from importlib.metadata import PackageNotFoundError, distribution, packages_distributions, version", "",
+        "def probe(bridge):  # in a fresh interpreter: import the bridge, call its entry points; who first imported each package",
+        "    import json, sys", "    first = {}", "",
+        "    class Recorder:  # the suite's import hook: a top-level package's first importer, importlib's frames skipped",
+        "        def find_spec(self, name, path=None, target=None):",
+        "            frame = sys._getframe(1)",
+        ("            while frame is not None and (frame.f_globals.get('__name__', '').startswith('importlib')"
+        " or frame.f_code.co_filename.startswith('<frozen')):"),
+        "                frame = frame.f_back",
+        "            if name.split('.')[0] not in first and name.split('.')[0] not in sys.modules:",
+        "                first[name.split('.')[0]] = frame.f_globals.get('__name__', '') if frame is not None else '?'",
+        "    sys.meta_path.insert(0, Recorder())",
+        "    try:", "        __import__(bridge)", *entry,
+        "    except Exception:  # a step that fails is not this finding: what it imported by then is",
+        "        pass",
+        "    print('SEAMS-ANSWER ' + json.dumps(first))", "",
+        "def norm(text):", "    return re.sub(r'[-_.]+', '-', text).lower()", "",
+        "def requires(name):  # (package, extras it asks for, the extra of `name` it belongs to) per Requires-Dist of an installed dist",
+        "    try:", "        reqs = distribution(name).requires or []", "    except PackageNotFoundError:",
+        "        return None  # not installed",
+        ("    found = [(re.match(r'\\s*([A-Za-z0-9][A-Za-z0-9._-]*)\\s*(?:\\[([^\\]]*)\\])?', r),"
+        " re.search(r\"extra\\s*==\\s*['\\\"]([^'\\\"]+)['\\\"]\", r.partition(';')[2])) for r in reqs]"),
+        ("    return [(norm(m.group(1)), [norm(x) for x in (m.group(2) or '').split(',') if x.strip()], norm(e.group(1)) if e else None)"
+        " for m, e in found if m]"), "",
+        "def declared(root):  # what root's Requires-Dist reaches: base requirements, extras asked for, root's own extras held whole",
+        "    reqs = requires(root) or []",
+        "    chosen = {e for _, _, e in reqs if e and all(requires(p) is not None for p, _, x in reqs if x == e)}",
+        "    seen, todo = set(), [(root, '')]",
+        "    while todo:",
+        "        name, extra = todo.pop()",
+        "        if (name, extra) not in seen:",
+        "            seen.add((name, extra))",
+        "            for pkg, asked, of in requires(name) or []:",
+        "                if (of == extra) if extra else (of is None or (name == root and of in chosen)):",
+        "                    todo += [(pkg, ''), *((pkg, x) for x in asked)]",
+        "    return {name for name, _ in seen}", "",
+        (f"proc = subprocess.run([sys.executable, '-c', inspect.getsource(probe) + {chr(10) + 'probe(' + repr(short.bridge) + ')' + chr(10)!a}],"
+        " capture_output=True, text=True, cwd='/')"),
+        "first = json.loads(proc.stdout.splitlines()[-1].removeprefix('SEAMS-ANSWER '))",
+        f"reach, tops = declared({dist!r}), packages_distributions()",
+        f"own = {{top for top, dists in tops.items() if {dist!r} in map(norm, dists)}}",
+        ("found = {norm(tops[top][0]): by for top, by in sorted(first.items()) if top not in sys.stdlib_module_names and top not in own"
+        " and by.split('.')[0] in own and tops.get(top) and not {norm(d) for d in tops[top]} & reach}"),
+        (f"assert not found, (f\"{_label(short)}: importing it and calling its entry points needs {{len(found)}} package(s) its"
+        " metadata does not declare:\\n  \" + '\\n  '.join(f'{p} (imported by {by}; installed: yes)' for p, by in sorted(found.items())))"),
+    ]
+
+
 MAX_LINES = 30  # issue 32's bound for every reduced script
 
 
@@ -286,7 +366,11 @@ def line_bound(short: Short) -> int:
     lists each API of the run's finding on a line of its own (beyond the first, with the dict's two braces:
     33 lines for 2 APIs, 37 for the pallas kernels' 6, 52 for torch 2.13's 21 named-tensor overloads); a
     torch fact that raised keeps its root cause (torch.compile wraps what failed, and the known issue's
-    match reads the root error: 5 lines) and the probe's named function it compiles (2 lines): 35."""
+    match reads the root error: 5 lines) and the probe's named function it compiles (2 lines): 35; a
+    declared-dependency script keeps the suite's import hook with the bridge's entry points (a fresh
+    interpreter) and the Requires-Dist closure with the bridge's own extras (what "declared" means): 68."""
+    if short.kind == "declared":
+        return 68
     if len(short.uses) > 1:
         return MAX_LINES + len(short.uses) - 1 + 2
     if short.errors:
@@ -300,7 +384,8 @@ def export_coexist_script(case_id: str, cell: Mapping[str, Any], expectation: Ma
     lines = _header(case_id, cell, expectation)
     env = run_env(cell)
     set_env = f"os.environ.update({{k: v for k, v in {env!a}.items() if k not in os.environ}})  # the cell's"
-    body = _living(short) if short.kind in ("import", "feature") else _census(short)
+    body = (_living(short) if short.kind in ("import", "feature") else _declared(short) if short.kind == "declared"
+            else _census(short))
     lines += [set_env if line == "ENV" else line for line in body if line != "ENV" or env]
     lines += [f"print({'no failure: ' + case_id.rsplit('::', 1)[-1] + ' behaves as the suite expects'!r})", ""]
     return "\n".join(lines)

@@ -204,3 +204,24 @@ def test_the_message_lines_a_run_keeps_are_the_plugins():
     from harness.report.standalone_coexist import MESSAGE_LINES
 
     assert MESSAGE_LINES == _MESSAGE_LINES
+
+
+def test_the_declared_scripts_closure_is_the_suites(monkeypatch):
+    """The declared-dependency script's Requires-Dist closure (its own extras held whole, extras asked for)
+    gives what suites/coexist/declared.py's declared_closure gives, for every distribution of this host.
+    (No cell of the default matrix passes the case: this is what stands for "exits 0 where declared".)"""
+    from importlib.metadata import distributions
+
+    from suites.coexist.declared import declared_closure
+
+    script = export_script(DECLARED.format("torchax"), CELL, message=UNDECLARED)
+    tree = ast.parse(script)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("norm", "requires", "declared")]
+    assert len(defs) == 3
+    space: dict = {}
+    exec("import re, sys\nfrom importlib.metadata import PackageNotFoundError, distribution\n"  # noqa: S102 - the exported script's own functions
+         + "\n".join(ast.unparse(d) for d in defs), space)
+    names = sorted({d.metadata["Name"] for d in distributions() if d.metadata["Name"]})
+    assert len(names) > 20
+    for name in names:
+        assert space["declared"](space["norm"](name)) == declared_closure(name), name

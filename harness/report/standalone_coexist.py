@@ -121,10 +121,9 @@ class Short:
 
     @property
     def check(self) -> str:
-        """The one check the script keeps (reduce.json's `by_construction`)."""
-        return {"import": "the bridge's import in a fresh process", "feature": f"torch's {self.feature} facts that differ",
-                "declared": "the packages its modules import that its metadata does not declare"
-                }.get(self.kind, f"the {self.kind} census's missing APIs")
+        """The one check the script keeps (reduce.json's `by_construction`: `only its CHECK check`)."""
+        return {"import": "bridge import", "feature": f"torch {self.feature} facts", "declared": "undeclared packages"
+                }.get(self.kind, f"{self.kind} census")
 
 
 def short_form(case_id: str, message: str | None) -> Short | None:

@@ -943,7 +943,8 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
         return export_op_script(case_id, cell, expectation, example, message)
     if case_id.startswith("suites/coexist/"):
         # a failing coexist run whose message names what failed: only that, minimal by construction
-        from harness.report.standalone_coexist import export_coexist_script, short_form  # imports this module
+        # (the module imports this one: here, not at the top)
+        from harness.report.standalone_coexist import export_coexist_script, short_form
 
         short = short_form(case_id, message)
         if short is not None:

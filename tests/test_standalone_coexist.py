@@ -9,6 +9,7 @@ import ast
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -225,3 +226,66 @@ def test_the_declared_scripts_closure_is_the_suites(monkeypatch):
     assert len(names) > 20
     for name in names:
         assert space["declared"](space["norm"](name)) == declared_closure(name), name
+
+
+@pytest.mark.e2e
+def test_every_failing_coexist_results_short_script_keeps_the_signature(tmp_path):
+    """On a report's failing coexist results (SEAMS_COEXIST_REPORT=REPORT.json; SEAMS_COEXIST_CELLS=a,b to
+    pick cells): each short script and the full one, exported from the same result and run in the cell's
+    interpreter by the reducer's fork server, give the same signature; in each contrast cell (where the
+    case passes, two at most, as report --reduce picks them) the short one exits 0. The figures of
+    docs/reduce.md ("Coexist scripts minimal by construction") were taken this way. Skipped without a report."""
+    import json
+    import os
+
+    from harness.cells.envs import ensure_env
+    from harness.reduce.batch import (
+        MAX_CONTRAST,
+        cell_named,
+        contrast_cells,
+        known_match,
+    )
+    from harness.reduce.server import ForkServer
+    from harness.reduce.signature import signature
+    from harness.report.model import iter_results
+
+    given = os.environ.get("SEAMS_COEXIST_REPORT")
+    if not given:
+        pytest.skip("SEAMS_COEXIST_REPORT names no report.json")
+    report = json.loads(Path(given).read_text(encoding="utf-8"))
+    wanted = set(filter(None, os.environ.get("SEAMS_COEXIST_CELLS", "").split(",")))
+    cells = {c["cell"]: c for c in report["cells"]}
+    servers: dict[str, ForkServer] = {}
+
+    def server(name: str) -> ForkServer:
+        if name not in servers:
+            cell = cell_named(name)
+            servers[name] = ForkServer(ensure_env(cell).python, cell.run_env(), [], tmp_path / name, name)
+            servers[name].start()
+        return servers[name]
+
+    wrong, checked, contrasted = [], 0, 0
+    try:
+        for case_id, cell, r in iter_results(report):
+            if not (case_id or "").startswith("suites/coexist/") or r.get("raw") != "fail" or (wanted and cell not in wanted):
+                continue
+            short = export_script(case_id, cells[cell], r.get("expectation"), message=r.get("message"))
+            full = export_script(case_id, cells[cell], r.get("expectation"))
+            if short == full:
+                continue
+            sigs = [signature(server(cell).run(src, 600), src, known_match(src)) for src in (full, short)]
+            checked += 1
+            if sigs[0] != sigs[1] or sigs[0].status != 1:
+                wrong.append(f"{cell} {case_id}: full {sigs[0].describe()} / short {sigs[1].describe()}")
+            for other in contrast_cells(report, case_id, cell)[:MAX_CONTRAST]:
+                contrasted += 1
+                status = server(other).run(short, 600).status
+                if status != 0:
+                    wrong.append(f"{cell} {case_id}: the short script exits {status} in {other}, where the case passes")
+    finally:
+        for s in servers.values():
+            s.close()
+    print(f"\n{checked - len([w for w in wrong if ': full ' in w])} of {checked} short coexist scripts keep the full "
+          f"script's signature; {contrasted} contrast runs", file=sys.stderr)
+    assert checked, "no failing coexist result with a short script in that report"
+    assert not wrong, "\n".join(wrong)

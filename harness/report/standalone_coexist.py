@@ -16,14 +16,20 @@ and a reduction freezes those probes whole because a frozen check calls them: 14
 - `census`, APIs the bridge uses that this jax or torch lacks: each API the message names with the
   site it names; an API counts while the bridge's file there still names it and jax (or torch)
   resolves it as absent, part by part as suites/coexist/resolve.py does, its detail as the census
-  words it.
+  words it;
+- `declared`, packages the bridge's modules import that its metadata does not declare, each installed:
+  the suite's import hook while a fresh interpreter imports the bridge and calls its entry points
+  (suites/coexist/declared.py's import_probe), then its Requires-Dist closure (declared_closure's rules;
+  a test compares the two on every distribution of the host) and the suite's message.
 
 What comes from the results file (the message) is data: each value is checked against a grammar (the
 order among the two the case can start, a fact's key among FACTS, an API a dotted name of jax or of
 torch.ops, a site a `.py:LINE` path under the bridge's folder) and written only as a literal
 (`ascii()`); the message only picks among fixed texts and gives those literals. Where anything does
 not parse (another family's message, a differing rng fact, a test_import_order difference, a
-declared-dependency finding) the full script is exported, as before.
+declared package that was not installed or that only an absent extra declares, a message the run cut
+short) the full script is exported, as before. Lengths: line_bound. Figures: docs/reduce.md ("Coexist
+scripts minimal by construction").
 """
 
 from __future__ import annotations

@@ -285,8 +285,9 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     source = job.script.read_text(encoding="utf-8", errors="replace")
     out = Outcome(job.script.name, job.cell, len(source.splitlines()), source=source)
     preload = heavy_imports(source)
-    if job.minimal is not None:
-        return _by_construction(job, source, out, server(job.cell, [*preload, OPINFO]), say)
+    if job.minimal is not None:  # an op script imports the OpInfo database (once, in the server); a coexist one not
+        opinfo = [OPINFO] if (job.case_id or "").startswith("suites/torchax_ops/") else []
+        return _by_construction(job, source, out, server(job.cell, [*preload, *opinfo]), say)
     budget = budget_s if budget_s is not None else (TORCH_BUDGET_S if set(preload) & _TORCH else JAX_BUDGET_S)
     start = time.monotonic()
     say(f"reduce {job.script.name} ({out.lines_before} lines) in {job.cell}")
@@ -359,15 +360,18 @@ def report_jobs(report_dir: Path) -> list[Job]:
 
 
 def _minimal(script: Path, case_id: str, cell: dict[str, Any], r: dict[str, Any]) -> str | None:
-    """The check an op case's script keeps where the run's record made it short and the file is that script
-    (exported again from the same result: a file another exporter wrote is searched as any other)."""
+    """The check an op case's or a coexist case's script keeps where the run's record made it short and the
+    file is that script (exported again from the same result: a file another exporter wrote is searched as
+    any other)."""
     from harness.report.repro import script_for
+    from harness.report.standalone_coexist import short_form as coexist_short_form
     from harness.report.standalone_op import short_form
 
     failed = short_form(case_id, (r.get("observations") or {}).get("falsifying_example"), r.get("message"))
-    if failed is None or _text(script) != script_for(case_id, cell, r):
+    coexist = coexist_short_form(case_id, r.get("message")) if failed is None else None
+    if (failed is None and coexist is None) or _text(script) != script_for(case_id, cell, r):
         return None
-    return failed.check
+    return failed.check if failed is not None else coexist.check  # type: ignore[union-attr]
 
 
 def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> int:
@@ -504,7 +508,7 @@ def summary(outcomes: list[Outcome]) -> str:
     built = [o for o in outcomes if o.by_construction]
     if built:
         rest = summary([o for o in outcomes if not o.by_construction])
-        return (f"{len(built)} op scripts minimal by construction (one signature run each, "
+        return (f"{len(built)} scripts minimal by construction (one signature run each, "
                 f"{sum(o.seconds for o in built):.0f} s); {rest}")
     done = [o for o in outcomes if o.lines_after is not None]
     if not done:

@@ -941,6 +941,14 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
         from harness.report.standalone_op import export_op_script  # imports this module: here, not at the top
 
         return export_op_script(case_id, cell, expectation, example, message)
+    if case_id.startswith("suites/coexist/"):
+        # a failing coexist run whose message names what failed: only that, minimal by construction
+        # (the module imports this one: here, not at the top)
+        from harness.report.standalone_coexist import export_coexist_script, short_form
+
+        short = short_form(case_id, message)
+        if short is not None:
+            return export_coexist_script(case_id, cell, expectation, short)
     target = find_core(case_id)
     example_note = ""
     if target.kwargs and example:

@@ -363,15 +363,12 @@ def _minimal(script: Path, case_id: str, cell: dict[str, Any], r: dict[str, Any]
     """The check an op case's or a coexist case's script keeps where the run's record made it short and the
     file is that script (exported again from the same result: a file another exporter wrote is searched as
     any other)."""
-    from harness.report.repro import script_for
-    from harness.report.standalone_coexist import short_form as coexist_short_form
-    from harness.report.standalone_op import short_form
+    from harness.report.repro import script_for, short_check
 
-    failed = short_form(case_id, (r.get("observations") or {}).get("falsifying_example"), r.get("message"))
-    coexist = coexist_short_form(case_id, r.get("message")) if failed is None else None
-    if (failed is None and coexist is None) or _text(script) != script_for(case_id, cell, r):
+    check = short_check(case_id, r)
+    if check is None or _text(script) != script_for(case_id, cell, r):
         return None
-    return failed.check if failed is not None else coexist.check  # type: ignore[union-attr]
+    return check
 
 
 def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> int:

@@ -280,6 +280,18 @@ def script_for(case_id: str | None, cell: dict[str, Any], r: dict[str, Any]) -> 
         return None  # no core for this scenario yet: the harness-based repro stays
 
 
+def short_check(case_id: str, r: dict[str, Any]) -> str | None:
+    """The one check a failing result's script keeps where it is minimal by construction (an op case's
+    run recorded its sample and failure, a coexist case's message names what failed: the exporters
+    script_for calls then write the short form), else None (the full script)."""
+    from harness.report.standalone_coexist import short_form as coexist_short_form  # they import standalone
+    from harness.report.standalone_op import short_form as op_short_form
+
+    op = op_short_form(case_id, (r.get("observations") or {}).get("falsifying_example"), r.get("message"))
+    short = op if op is not None else coexist_short_form(case_id, r.get("message"))
+    return short.check if short is not None else None
+
+
 def repro_markdown(case_id: str | None, cell: dict[str, Any], r: dict[str, Any], script: str | None = None,
                    script_name: str = "repro.py", *, moved: Sequence[str] = (), bisection: str | None = None,
                    marker: str | None = None, verdict_line: str | None = None, appendix: bool = True,

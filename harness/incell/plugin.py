@@ -21,7 +21,7 @@ from pytest_reportlog.plugin import ReportLogPlugin
 from harness.incell.resultsfile import file_tail, signal_name
 from harness.incell.runinfo import collect_run_info
 from harness.incell.compat import APIS_OBSERVATION, reset_seen, seen_apis
-from harness.incell import xdist_worker
+from harness.incell import summary, xdist_worker
 
 SCHEMA_VERSION = 1
 # How long xdist (NodeManager.EXIT_TIMEOUT, 10 s upstream) waits for a worker to exit before killing
@@ -249,6 +249,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _start_worker(config)
     _scale_xdist_exit_wait(config)
     path = config.getoption("seams_results", None)
+    # every process builds the summary (an xdist worker's goes nowhere, and took 0.5 s at exit)
+    config.pluginmanager.register(summary.LinearSummary(), "seams-linear-summary")
     if path and not hasattr(config, "workerinput"):
         log = ResultsLog(config, Path(path))
         config._seams_log = log

@@ -57,7 +57,7 @@ def test_auto_takes_the_load_into_account(cores, load, beside, expected):
 
 
 def test_xdist_args_leave_a_users_choice_alone():
-    assert workers.xdist_args(2, []) == ["-n", "2", "--dist", "load", "--max-worker-restart", "8"]
+    assert workers.xdist_args(2, []) == ["-n", "2", "--dist", "worksteal", "--max-worker-restart", "8"]
     assert workers.xdist_args(0, []) == ["-p", "no:xdist"]
     for given in (["-n", "3"], ["-n3"], ["-nauto"], ["--numprocesses=3"], ["--numprocesses", "3"]):
         assert workers.user_chose(given) and workers.xdist_args(2, given) == []

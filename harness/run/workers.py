@@ -60,7 +60,15 @@ def xdist_args(workers: int, pytest_args: list[str] | tuple[str, ...]) -> list[s
         return ["-p", "no:xdist"]
     # Replaced workers re-collect (~seconds each); past 4 per worker the cause is not one test,
     # and the harness resumes the cell in a fresh pytest anyway.
-    return ["-n", str(workers), "--dist", "load", "--max-worker-restart", str(4 * workers)]
+    # worksteal, not load: load hands a dead worker's queue out after everything else, so the tests
+    # queued behind a crash (its siblings, often crashing alike: torch 2.9's SIGFPE in int64
+    # `mvlgamma_` killed a worker in each of _p_1, _p_3 and _p_5) crash again in the run's last
+    # seconds, each replacement's start-up (5 s of imports and collection) with nothing left to
+    # overlap; and load's last chunks left one worker idle for 9 s at the end of an OpInfo cell.
+    # worksteal gives the dead worker's queue to its replacement and rebalances the end by stealing:
+    # torchax0013jax0102-cpu on an idle box, its two workers' last cases 9 s apart under load, 1 s
+    # under worksteal (tests/test_incell_scale.py checks where the dead worker's siblings run).
+    return ["-n", str(workers), "--dist", "worksteal", "--max-worker-restart", str(4 * workers)]
 
 
 def user_chose(pytest_args: list[str] | tuple[str, ...]) -> bool:

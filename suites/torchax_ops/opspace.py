@@ -153,35 +153,60 @@ def supported(key: str) -> list[str]:
     return [d for d in DTYPES if getattr(torch, d) in have]
 
 
-# Dtypes per op and path in the `ci` profile: every dtype the op supports on the traced path, the
-# first (in DTYPES' order, float32 first) on the eager one. Measured on torchax0013-cpu's every-dtype
-# run (2026-11-25, idle box; suites/torchax_ops/README.md): all five dtypes on both paths take 305 s
-# of cell time against the 3-minute budget, compile-bound (about 60% of a case is XLA compiling);
-# an eager case compiles each primitive the lowering runs, a traced one a single executable, so an
-# eager case costs about 1.7x a traced one. The dtype-specific causes (bfloat16 widened or rounded
-# differently, float64 computed in float32, bool and int64 semantics, in-place float results cast
-# into integer inputs) show on both paths: traced every dtype plus eager's first found all 47
-# causes of that run and 395 of the 396 failing (form, op) pairs, where one dtype found 27 causes.
-# `nightly` runs every dtype on both paths, SEAMS_OPINFO_DTYPES=all (or N, both paths) does here,
-# and a case named on the command line (a known issue's, a bisect probe's) is collected in any profile.
-CI_DTYPES: dict[str, int | None] = {"eager": 1, "jit": None}
+# Dtypes per op, form and path in the `ci` profile. Measured on torchax0013-cpu's every-dtype run
+# (2026-11-25, idle box; suites/torchax_ops/README.md, "Which dtypes `ci` runs"): all five dtypes on
+# both paths take 305 s of cell time against the 3-minute budget, compile-bound (about 60% of a case
+# is XLA lowering and compiling; an eager case compiles each primitive the lowering runs, a traced
+# one a single executable, so an eager case costs about 1.7x a traced one). What `ci` keeps was
+# scored against that run's own verdicts (50 known-issue causes, 419 failing (form, op) pairs):
+# - the functional op: every supported dtype traced, the first (in DTYPES' order) eagerly too. The
+#   dtype-specific causes (bfloat16 widened or rounded differently, float64 computed in float32, bool
+#   and int64 semantics) show on the traced path; eager's own on the first dtype.
+# - the in-place and out= forms: the first dtype eagerly and the others traced, less float64. What
+#   these forms get wrong of their own (casting into integer inputs, bool inputs refused, bfloat16
+#   written back rounded, a decomposition outside the env) shows on either path and in the other
+#   dtypes; what x64 breaks is the op's lowering, which the functional form's float64 cases show.
+#   That leaves out 758 cases the earlier `ci` ran (in-place and out= traced in their first dtype
+#   and in float64) that found nothing the rest did not.
+# - an op (or form) with one supported dtype runs it both ways.
+# All 50 causes and 418 of the 419 pairs (the one missed, gelu failing eagerly in bfloat16 only, is
+# `nightly`'s, as before), in 52% of the every-dtype run's cases and 57% of its case time. `nightly` runs every dtype on both
+# paths, SEAMS_OPINFO_DTYPES=all (or N: the first N, both paths) does here, and a case named on the
+# command line (a known issue's, a bisect probe's) is collected in any profile.
+CI_TRACED_FORMS_SKIP: dict[str, frozenset[str]] = {"inplace": frozenset({"float64"}), "out": frozenset({"float64"})}
 
 
-def dtype_cap(path: str) -> int | None:
-    """How many of an op's supported dtypes become cases on this path: None for all of them."""
+def _dtypes_given() -> int | None | str:
+    """SEAMS_OPINFO_DTYPES as a cap (None: `all`), or "" where it says neither (the profile decides)."""
     given = os.environ.get("SEAMS_OPINFO_DTYPES", "").strip()
     if given == "all":
         return None
-    if given.isdigit() and int(given) > 0:
-        return int(given)
-    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_DTYPES[path]
+    return int(given) if given.isdigit() and int(given) > 0 else ""
 
 
-def _per_dtype(key: str, asked: frozenset[str]) -> list[tuple[str, str, str]]:
-    """(key, dtype, path) of one op: each path's first dtype_cap(path) supported dtypes, and any asked."""
-    caps = {p: dtype_cap(p) for p in PATHS}
-    return [(key, d, p) for i, d in enumerate(supported(key)) for p in PATHS
-            if caps[p] is None or i < caps[p] or f"{key}-{d}-{p}" in asked]
+def _nightly() -> bool:
+    return os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly"
+
+
+def _ci_takes(form: str, path: str, index: int, dtype: str, count: int) -> bool:
+    """Whether `ci` runs a form's supported dtype (its index among the op's `count`) on a path."""
+    if count == 1:
+        return True  # one dtype: both ways
+    if path == "eager":
+        return index == 0
+    # traced: every dtype of the functional op; the in-place and out= forms' others, less float64
+    return form == "op" or (index > 0 and dtype not in CI_TRACED_FORMS_SKIP.get(form, frozenset()))
+
+
+def _per_dtype(key: str, asked: frozenset[str], form: str = "op") -> list[tuple[str, str, str]]:
+    """(key, dtype, path) of one op's form (op, inplace, out): the dtypes its profile takes on each
+    path (`ci`: _ci_takes; `nightly`, SEAMS_OPINFO_DTYPES=all: every one; =N: the first N), and any asked."""
+    given, dtypes = _dtypes_given(), supported(key)
+    if given == "" and not _nightly():
+        take = lambda i, d, p: _ci_takes(form, p, i, d, len(dtypes))  # noqa: E731
+    else:
+        take = lambda i, d, p: given is None or given == "" or i < given  # noqa: E731
+    return [(key, d, p) for i, d in enumerate(dtypes) for p in PATHS if take(i, d, p) or f"{key}-{d}-{p}" in asked]
 
 
 def cases(asked: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
@@ -217,12 +242,33 @@ def variant_cases(variant: str, asked: frozenset[str] = frozenset()) -> list[tup
     for e in entries():
         if not e.covered_by or not has_variant(e.key, variant):
             continue
-        out += [(e.key, p) for p in PATHS] if variant == "error" else _per_dtype(e.key, asked)
+        out += [(e.key, p) for p in PATHS] if variant == "error" else _per_dtype(e.key, asked, variant)
     return out
 
 
 # Error inputs per op in the `ci` profile (None: all of them, as `nightly` runs); SEAMS_OPINFO_ERRORS=N overrides.
 CI_ERRORS: int | None = None
+# ...and in `ci` an error input whose tensors hold more than this many elements is nightly's. Of the
+# 355 error inputs of torchax 0.0.13's ops one is (multinomial's 2^24 + 1 categories, the limit torch
+# checks), and converting and sampling it took 14 s of the family's 330 s of case time on jax 0.10.2
+# (issue 27's budget); the case still checks the op's other 20 error inputs.
+CI_ERROR_ELEMENTS: int | None = 1 << 20
+
+
+def error_elements_cap() -> int | None:
+    """The most tensor elements an error input may hold to be checked: None for no limit."""
+    if os.environ.get("SEAMS_OPINFO_ERRORS", "").strip().isdigit() or _nightly():
+        return None
+    return CI_ERROR_ELEMENTS
+
+
+def elements(sample: Any) -> int:
+    """The elements of every tensor in a sample input (its input, args and kwargs)."""
+    import torch
+    from torch.utils import _pytree as pytree
+
+    leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+    return sum(t.numel() for t in leaves if isinstance(t, torch.Tensor))
 
 
 def error_cap() -> int | None:

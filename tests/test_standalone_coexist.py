@@ -320,14 +320,16 @@ def test_a_short_declared_script_with_a_missing_package_fails_as_the_full_one_do
 
 
 @pytest.mark.e2e
-def test_the_rng_and_order_scripts_compute_the_probes_facts(tmp_path):
+@pytest.mark.parametrize("cell_name, bridge", [("torchax0013-cpu", "torchax"), ("xla29-cpu", "torch_xla")])
+def test_the_rng_and_order_scripts_compute_the_probes_facts(cell_name, bridge, tmp_path):
     """No cell of the matrix differs in rng or between import orders, so no run recorded such a failure to
-    compare signatures on. What stands for it, in torchax0013-cpu: the probe of an import-order script that
-    computes every fact it can (each group, torchax's scenarios; the form that records errors) and of an rng
-    script give, in each process the case starts, what suites/coexist/living.py's probe records there (with
-    the suite's compile_too: its bridge-first process compiles first, the short one does not), fact for fact;
-    and both short scripts exit 0 there, as the cases pass. A fact the short probe computes otherwise, or an
-    rng draw out of sequence, fails this. About 1 min."""
+    compare signatures on. What stands for it, per bridge: the probe of an import-order script that
+    computes every fact it can (each group, the bridge's scenarios; the form that records errors) and of an
+    rng script give, in each process the case starts, what suites/coexist/living.py's probe records there
+    (with the suite's compile_too: its bridge-first process compiles first, the short one does not), fact
+    for fact; and both short scripts exit 0 there, as the cases pass. A fact the short probe computes
+    otherwise, or an rng draw out of sequence, fails this (swapping two rng draws in FACTS did). About 1 min
+    in torchax0013-cpu, 75 s in xla29-cpu (a torch_xla process is 15-25 s of CPU)."""
     import json
     import os
 
@@ -335,7 +337,7 @@ def test_the_rng_and_order_scripts_compute_the_probes_facts(tmp_path):
     from harness.cells.matrix import catalogue
     from suites.coexist import living
 
-    cell = catalogue().cell("torchax0013-cpu")
+    cell = catalogue().cell(cell_name)
     python, env = str(ensure_env(cell).python), {**os.environ, **cell.run_env(), **living.COMPILE_ENV}
 
     def run(source: str) -> subprocess.CompletedProcess:  # from a file, as a maintainer runs it (inspect reads the probe there)
@@ -348,11 +350,12 @@ def test_the_rng_and_order_scripts_compute_the_probes_facts(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         return json.loads(proc.stdout.splitlines()[-1].removeprefix("SEAMS-ANSWER "))
 
-    every = tuple(f"{g}: {k}" for g in ORDER_GROUPS for k in FACTS[g] if g != "scenario" or k.startswith("torchax: "))
+    every = tuple(f"{g}: {k}" for g in ORDER_GROUPS for k in FACTS[g] if g != "scenario" or k.startswith(f"{bridge}: "))
     cases = [  # (case, short, [(the order a process imports, the suite's compile_too there)])
-        (ORDER, Short("order", "torchax", keys=every, errors=True), [(("jax", "torchax"), False), (("torchax", "jax"), True)]),
-        (FEATURE.format("rng"), Short("feature", "torchax", feature="rng", keys=("randperm(5)",)),
-         [(("torchax", "jax"), True), (("torch",), True)]),
+        (ORDER.replace("torchax", bridge), Short("order", bridge, keys=every, errors=True),
+         [(("jax", bridge), False), ((bridge, "jax"), True)]),
+        (FEATURE.format("rng").replace("torchax", bridge), Short("feature", bridge, feature="rng", keys=("randperm(5)",)),
+         [((bridge, "jax"), True), (("torch",), True)]),
     ]
     wrong = []
     for case, short, orders in cases:

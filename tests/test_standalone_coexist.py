@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from harness.report.standalone import export_script
-from harness.report.standalone_coexist import FACTS, Short, line_bound, short_form
+from harness.report.standalone_coexist import (
+    FACTS,
+    ORDER_GROUPS,
+    Short,
+    export_coexist_script,
+    line_bound,
+    short_form,
+)
 
 CELL = {"cell": "torchax0013-cpu", "device": "cpu", "pins": {"torchax": "0.0.13", "torch": "2.9.0", "jax": "0.7.2"},
         "versions": {"jax": "0.7.2", "torch": "2.9.0"}, "install_line": "pip install torchax==0.0.13",
@@ -46,6 +53,21 @@ UNDECLARED = ("torchax 0.0.13: importing it and calling its entry points needs 1
               "  torch (imported by torchax; installed: yes)")
 XLA27 = ("torch_xla 2.7.0: importing it and calling its entry points needs 2 package(s) its metadata does not declare:\n"
          "  torch (imported by torch_xla; installed: yes)\n  torchax (imported by torch_xla.core.xla_builder; installed: yes)")
+# the two declared-dependency findings of the default run with a package not installed (/tmp/cx32/rep/report.json)
+NOFLAX = ("torchax bundled in torch-xla 2.9.0: importing it and calling its entry points needs 2 package(s) its metadata "
+          "does not declare:\n  flax (imported by torchax.checkpoint; installed: no (import torchax))\n"
+          "  torch (imported by torchax; installed: yes)")
+NOJAX = ("torchax 0.0.13: importing it and calling its entry points needs 1 package(s) its metadata does not declare:\n"
+         "  jax (imported by torchax; installed: no (import torchax); declared only by its extra(s) cpu, cuda, odml, tpu)")
+# no cell of the matrix differs in rng or between import orders: messages in the suite's words (cores.py)
+RNG = ("after `import torchax` (torchax 0.0.13), torch's rng differs from a fresh process without it:\n"
+       "  randn(3): [0.1, 0.2, 0.3] -> [0.4, 0.5, 0.6]")
+ORDERED = ("torchax 0.0.13: importing jax first, then torchax, differs from torchax first (jax first -> torchax first):\n"
+           "  jax: default_backend(): 'cpu' -> 'jax'\n  rng: randperm(5): [1, 0, 2, 3, 4] -> [0, 1, 2, 3, 4]\n"
+           "  scenario: torchax: jax.grad through extract_jax(nn.Linear): 'error: TypeError: x' -> {'bias': [2.0, 2.0]}")
+XLA_ORDER = LIVING + "test_import_order_gives_the_same_results[torch_xla]"
+XLA_ORDERED = ("torch_xla 2.9.0: importing jax first, then torch_xla, differs from torch_xla first (jax first -> torch_xla "
+               "first):\n  defaults: torch.get_default_device(): 'cpu' -> 'xla:0'")
 DIMNAME = ("torchax 0.0.13 names 2 torch operator(s) that torch 2.13.0 lacks:\n  torch.ops.aten.all.dimname "
            "(torchax/decompositions.py:357): aten::all has no overload 'dimname' (it has all_out, bool); "
            "torch.ops.aten.prod.dim_Dimname (torchax/amp.py:118): aten::prod has no overload 'dim_Dimname' (it has default)")
@@ -65,6 +87,14 @@ DIMNAME = ("torchax 0.0.13 names 2 torch operator(s) that torch 2.13.0 lacks:\n 
     (FALLBACKS, DLPACK, Short("fallbacks", "torchax", bundled=True, uses=(("jax.dlpack.to_dlpack", "torchax/ops/mappings.py:58"),))),
     (DECLARED.format("torchax"), UNDECLARED, Short("declared", "torchax")),
     (DECLARED.format("torch_xla"), XLA27, Short("declared", "torch_xla")),
+    (DECLARED.format("torchax"), NOFLAX, Short("declared", "torchax", bundled=True, missing=True)),
+    (DECLARED.format("torchax"), NOJAX, Short("declared", "torchax", missing=True)),
+    (DECLARED.format("torchax"), UNDECLARED.replace("yes)", "yes; declared only by its extra(s) cpu)"),
+     Short("declared", "torchax", missing=True)),
+    (FEATURE.format("rng"), RNG, Short("feature", "torchax", feature="rng", keys=("randn(3)",))),
+    (ORDER, ORDERED, Short("order", "torchax", errors=True, keys=(
+        "jax: default_backend()", "rng: randperm(5)", "scenario: torchax: jax.grad through extract_jax(nn.Linear)"))),
+    (XLA_ORDER, XLA_ORDERED, Short("order", "torch_xla", keys=("defaults: torch.get_default_device()",))),
     (OPS, DIMNAME, Short("torch-ops", "torchax", uses=(("torch.ops.aten.all.dimname", "torchax/decompositions.py:357"),
                                                       ("torch.ops.aten.prod.dim_Dimname", "torchax/amp.py:118")))),
 ])
@@ -73,21 +103,28 @@ def test_a_failing_runs_message_picks_what_the_short_script_checks(case, message
 
 
 @pytest.mark.parametrize("case, message", [
-    (FEATURE.format("rng"), ("after `import torchax` (torchax 0.0.13), torch's rng differs from a fresh process without it:\n"
-                            "  rand(4): [0.1] -> [0.2]")),                             # draws in sequence: not one alone
+    (FEATURE.format("rng"), RNG.replace("randn(3)", "randn(3); import os")),                 # no such fact
+    (FEATURE.format("jax"), RNG.replace("rng", "jax").replace("randn(3)", "default_backend()")),  # not a torch feature
     (FEATURE.format("compile"), COMPILE.replace("function without", "function with'); import os; ('")),  # no such fact
     (FEATURE.format("compile"), COMPILE.replace("compile differs", "devices differs")),   # another feature than the id's
     (FEATURE.format("compile"), COMPILE.replace("torchax 0.0.13", "torchax 0.0.13'); import os; ('")),  # label grammar
     (FEATURE.format("devices"), NO_FLAX.replace("torchax, jax", "jax, torchax")),        # an order this case never starts
     (FEATURE.format("devices"), NO_FLAX.replace("torchax, jax", "os, torchax")),
-    (ORDER, "torchax 0.0.13: importing jax first, then torchax, differs from torchax first"),  # an order difference
+    (ORDER, "torchax 0.0.13: importing jax first, then torchax, differs from torchax first"),  # its facts cut away
+    (ORDER, ORDERED.replace("scenario: torchax: jax.grad", "scenario: torch_xla: jax.grad")),  # not this bridge's scenario
+    (ORDER, XLA_ORDERED.replace("defaults", "scenario: torch_xla: call_jax(jnp.sin) on an XLA tensor")),  # another bridge's
+    (ORDER, ORDERED.replace("then torchax, differs from torchax", "then torch_xla, differs from torch_xla")),  # the id's bridge
+    (ORDER, ORDERED.replace("'cpu' -> 'jax'", "'cpu' -> '<not recorded>'")),             # a fact one side lacks
+    (ORDER, ORDERED.replace("jax: default_backend()", "compile: module")),               # compile is the other case's
+    (ORDER, ORDERED + "\n  jax: device_count(): 1 -> 8\n  jax: jax_enable_x64: False -> True"),  # 5 shown: cut short
     (CENSUS.format("torch_xla"), PALLAS.replace("uses 2", "uses 3")),                   # the count disagrees
     (CENSUS.format("torch_xla"), PALLAS.replace("torch_xla/experimental", "torch_xla/../../etc")),  # a site off the bridge
     (CENSUS.format("torch_xla"), PALLAS.replace("jax._src.dtypes.bit_width", "os.system")),  # not a jax API
     (CENSUS.format("torchax"), PALLAS),                                                  # another bridge than the id's
     (OPS, DIMNAME.replace("torch.ops.aten.all.dimname", "torch.ops.aten.all")),         # no overload named
-    (DECLARED.format("torchax"), UNDECLARED.replace("installed: yes", "installed: no (import torchax)")),  # missing: full
-    (DECLARED.format("torchax"), UNDECLARED.replace("yes)", "yes; declared only by its extra(s) cpu)")),
+    (DECLARED.format("torchax"), UNDECLARED.replace("installed: yes", "installed: no (import torch_xla)")),  # not its step
+    (DECLARED.format("torchax"), UNDECLARED.replace("installed: yes", "installed: no (entry points); import os")),
+    (DECLARED.format("torchax"), NOJAX.replace("cpu, cuda", "cpu'); import os; ('")),      # not an extra's name
     (DECLARED.format("torchax"), UNDECLARED.replace("torchax;", "torchax'); import os; ('x;")),   # not a module name
     (DECLARED.format("torch_xla"), UNDECLARED),                                          # another bridge than the id's
     (DECLARED.format("torchax"), UNDECLARED.replace("needs 1", "needs 2")),              # the count disagrees
@@ -111,6 +148,8 @@ def _literals_only(script: str, values: list[str]) -> None:
     (FEATURE.format("compile"), COMPILE), (FEATURE.format("devices"), DEVICES), (FEATURE.format("dlpack"), NO_FLAX),
     (ORDER, NO_FLAX.replace("torchax, jax", "jax, torchax")), (CENSUS.format("torch_xla"), PALLAS), (FALLBACKS, DLPACK),
     (OPS, DIMNAME), (DECLARED.format("torchax"), UNDECLARED), (DECLARED.format("torch_xla"), XLA27),
+    (DECLARED.format("torchax"), NOFLAX), (DECLARED.format("torchax"), NOJAX), (FEATURE.format("rng"), RNG),
+    (ORDER, ORDERED), (XLA_ORDER, XLA_ORDERED),
 ])
 def test_the_short_script_is_self_contained_lint_clean_and_short(case, message, tmp_path):
     script = export_script(case, CELL, {"id": "x\nimport os", "link": "https://e/1"}, message=message)
@@ -133,10 +172,13 @@ def test_the_short_script_is_self_contained_lint_clean_and_short(case, message, 
 
 def test_each_fact_is_the_probes_own():
     """FACTS' keys and expressions are those of suites/coexist/living.py's probe (torch.compile's through
-    its `compiled(fn, *args)` there), so a short script computes what the case compared."""
+    its `compiled(fn, *args)` there; a scenario's function whole, as the probe defines it), so a short
+    script computes what the case compared."""
     from suites.coexist import living
 
-    src = ast.unparse(ast.parse(inspect.getsource(living.probe)))
+    tree = ast.parse(inspect.getsource(living.probe))
+    src = ast.unparse(tree)
+    functions = {n.name: ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     compiled = {"function of a tensor": "compiled(lambda x: torch.sin(x) + 1, torch.arange(4.0))",
                 "function without tensor inputs": "compiled(no_tensor_inputs)", "module": "compiled(module, torch.ones(3))"}
     for feature, table in FACTS.items():
@@ -145,13 +187,38 @@ def test_each_fact_is_the_probes_own():
             assert f"'{key}'" in src, key
             if feature == "compile":
                 assert compiled[key] in src, key
+            elif feature == "scenario":  # the probe's attempt(FUNCTION)
+                assert f"attempt({expr.removesuffix('()')})" in src, key
             else:
                 inner = expr[4:-1] if expr.startswith("str(") else expr
                 assert inner.removesuffix("()") in src, (key, expr)
-            for line in setup:
-                assert ast.unparse(ast.parse(line.strip() + ("\n    pass" if line.rstrip().endswith(":") else ""))
-                                   ).splitlines()[0] in src, line
-    assert set(FACTS) == set(living_features()) - {"rng"}
+            defs = [i for i, line in enumerate(setup) if line.startswith("def ")]
+            for i, line in enumerate(setup):
+                if not line.startswith(" ") and not line.startswith("def "):
+                    assert ast.unparse(ast.parse(line + ("\n    pass" if line.endswith(":") else ""))).splitlines()[0] in src, line
+            for i in defs:  # a function of the probe's, whole: its statements as the probe's
+                end = next((j for j in range(i + 1, len(setup)) if not setup[j].startswith(" ")), len(setup))
+                block = ast.parse("\n".join(setup[i:end])).body[0]
+                assert isinstance(block, ast.FunctionDef) and ast.unparse(block) == functions[block.name], block.name
+    assert set(FACTS) == set(living_features()) | {"jax", "scenario"}
+    assert set(ORDER_GROUPS) == set(FACTS) - {"compile"}
+
+
+def test_the_rng_facts_are_the_probes_sequence():
+    """The rng group is draws in sequence after the probe's seed: FACTS["rng"] is the probe's dict, in its
+    order, seeded as it is, and a script computes it whole wherever one of its facts is named."""
+    from suites.coexist import living
+
+    tree = ast.parse(inspect.getsource(living.probe))
+    rng = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "found['rng']")
+    assert [ast.literal_eval(k) for k in rng.value.keys] == list(FACTS["rng"])
+    assert [ast.unparse(v) for v in rng.value.values] == [e for _, e in FACTS["rng"].values()]
+    body = [ast.unparse(n) for n in tree.body[0].body]
+    assert body[body.index(ast.unparse(rng)) - 1] == FACTS["rng"]["rand(4)"][0][0]  # the seed, right before
+    script = export_script(FEATURE.format("rng"), CELL, message=RNG)
+    assert all(f"{k!r}: {e}" in script for k, (_, e) in FACTS["rng"].items())
+    ordered = export_script(ORDER, CELL, message=ORDERED)
+    assert all(f"'rng: {k}': lambda: {e}" in ordered for k, (_, e) in FACTS["rng"].items())
 
 
 def living_features() -> tuple[str, ...]:
@@ -197,6 +264,116 @@ def test_a_short_coexist_script_fails_as_the_full_one_does(tmp_path):
             sigs = [signature(s.run(src, 300), src, known_match(src)) for src in (full, short)]
             if sigs[0] != sigs[1] or sigs[0].status != 1 or not str(sigs[0].failure).startswith("match: "):
                 wrong.append(f"{case_id}: full {sigs[0].describe()} / short {sigs[1].describe()}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_declared_scripts_missing_module_is_the_suites():
+    """Where a package was not installed, the script names the bridge module whose file raised the
+    ModuleNotFoundError as suites/coexist/declared.py's _module_of does (None: another distribution's file,
+    not the bridge's finding)."""
+    from suites.coexist.declared import _module_of
+
+    script = export_script(DECLARED.format("torchax"), CELL, message=NOFLAX)
+    loop = next(n for n in ast.parse(script).body if isinstance(n, ast.For) and ast.unparse(n.target) == "(top, step, path)")
+    parts, module = (compile(ast.Expression(n.value), "script", "eval") for n in loop.body[:2])
+    own = {"torchax", "torch_xla"}
+    for path in ("/env/lib/python3.11/site-packages/torchax/checkpoint.py", "/env/site-packages/torchax/__init__.py",
+                 "/env/site-packages/torch_xla/core/xla_builder.py", "/env/site-packages/flax/__init__.py", "torchax",
+                 "<frozen importlib._bootstrap>", "?", "C:\\env\\torchax\\ops\\jaten.py"):
+        found = eval(module, {"parts": eval(parts, {"path": path}), "own": own})  # the exported script's own expression
+        assert found == _module_of(path, own), path
+
+
+# the declared-dependency findings with a package not installed, as the default run recorded them (/tmp/cx32/rep/report.json)
+RECORDED_MISSING = {
+    "xla29noflax-cpu": ("torch-xla-bundled-torchax-imports-undeclared-flax", NOFLAX),
+    "torchax0013declared-cpu": ("torchax-declares-jax-only-in-extras", NOJAX),
+}
+
+
+@pytest.mark.e2e
+def test_a_short_declared_script_with_a_missing_package_fails_as_the_full_one_does(tmp_path):
+    """In the two cells where a declared-dependency finding names a package that is not installed (flax in
+    xla29noflax-cpu, jax in torchax0013declared-cpu, which only torchax's extras declare): the short script
+    (the suite's steps, the missing module's file, the extras) and the full one give the same signature, exit 1
+    with the known issue's match. About 30 s."""
+    from harness.cells.envs import ensure_env
+    from harness.cells.matrix import catalogue
+    from harness.judge.expectations import load_expectations
+    from harness.reduce.batch import known_match
+    from harness.reduce.server import ForkServer
+    from harness.reduce.signature import signature
+
+    issues = {e.id: e for e in load_expectations()}
+    wrong = []
+    for name, (issue, message) in RECORDED_MISSING.items():
+        cell = catalogue().cell(name)
+        known = {"id": issue, "link": issues[issue].link}
+        short = export_script(DECLARED.format("torchax"), cell.describe(), known, message=message)
+        full = export_script(DECLARED.format("torchax"), cell.describe(), known)
+        assert short != full and len(short.splitlines()) <= line_bound(short_form(DECLARED.format("torchax"), message))
+        with ForkServer(ensure_env(cell).python, cell.run_env(), [], tmp_path / name, name) as s:
+            sigs = [signature(s.run(src, 300), src, known_match(src)) for src in (full, short)]
+        if sigs[0] != sigs[1] or sigs[0].status != 1 or not str(sigs[0].failure).startswith("match: "):
+            wrong.append(f"{name}: full {sigs[0].describe()} / short {sigs[1].describe()}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("cell_name, bridge", [("torchax0013-cpu", "torchax"), ("xla29-cpu", "torch_xla")])
+def test_the_rng_and_order_scripts_compute_the_probes_facts(cell_name, bridge, tmp_path):
+    """No cell of the matrix differs in rng or between import orders, so no run recorded such a failure to
+    compare signatures on. What stands for it, per bridge: the probe of an import-order script that
+    computes every fact it can (each group, the bridge's scenarios; the form that records errors) and of an
+    rng script give, in each process the case starts, what suites/coexist/living.py's probe records there
+    (with the suite's compile_too: its bridge-first process compiles first, the short one does not), fact
+    for fact; and both short scripts exit 0 there, as the cases pass. A fact the short probe computes
+    otherwise, or an rng draw out of sequence, fails this (swapping two rng draws in FACTS did). About 1 min
+    in torchax0013-cpu, 75 s in xla29-cpu (a torch_xla process is 15-25 s of CPU)."""
+    import json
+    import os
+
+    from harness.cells.envs import ensure_env
+    from harness.cells.matrix import catalogue
+    from suites.coexist import living
+
+    cell = catalogue().cell(cell_name)
+    python, env = str(ensure_env(cell).python), {**os.environ, **cell.run_env(), **living.COMPILE_ENV}
+
+    def run(source: str) -> subprocess.CompletedProcess:  # from a file, as a maintainer runs it (inspect reads the probe there)
+        path = tmp_path / f"s{len(list(tmp_path.iterdir()))}.py"
+        path.write_text(source)
+        return subprocess.run([python, str(path)], capture_output=True, text=True, env=env, cwd="/", timeout=600, check=False)
+
+    def answer(source: str) -> dict:
+        proc = run(source)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout.splitlines()[-1].removeprefix("SEAMS-ANSWER "))
+
+    every = tuple(f"{g}: {k}" for g in ORDER_GROUPS for k in FACTS[g] if g != "scenario" or k.startswith(f"{bridge}: "))
+    cases = [  # (case, short, [(the order a process imports, the suite's compile_too there)])
+        (ORDER.replace("torchax", bridge), Short("order", bridge, keys=every, errors=True),
+         [(("jax", bridge), False), ((bridge, "jax"), True)]),
+        (FEATURE.format("rng").replace("torchax", bridge), Short("feature", bridge, feature="rng", keys=("randperm(5)",)),
+         [((bridge, "jax"), True), (("torch",), True)]),
+    ]
+    wrong = []
+    for case, short, orders in cases:
+        script = export_coexist_script(case, cell.describe(), None, short)
+        probe = next(ast.get_source_segment(script, n) for n in ast.parse(script).body
+                     if isinstance(n, ast.FunctionDef) and n.name == "probe")
+        for order, compile_too in orders:
+            mine = answer(f"{probe}\nprobe({','.join(order)!r})\n")
+            recorded = answer(f"{inspect.getsource(living.probe)}\nprobe({','.join(order)!r}, {compile_too})\n")
+            theirs = ({f"{g}: {k}": v for g, group in recorded.items() for k, v in group.items()} if short.kind == "order"
+                      else recorded["rng"])
+            expected = every if short.kind == "order" else tuple(FACTS["rng"])
+            if list(mine) != list(expected):
+                wrong.append(f"{case} {order}: computes {list(mine)}")
+            wrong += [f"{case} {order}: {k}: {mine[k]!r}, the probe's {theirs.get(k)!r}" for k in mine if mine[k] != theirs.get(k)]
+        done = run(script)
+        if done.returncode != 0:
+            wrong.append(f"{case}: exit {done.returncode}: {done.stderr[-1500:]}")
     assert not wrong, "\n".join(wrong)
 
 

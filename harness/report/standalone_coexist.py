@@ -12,24 +12,37 @@ and a reduction freezes those probes whole because a frozen check calls them: 14
   fresh process without it: KEY: A -> B`): the facts the message names, and only those, computed in a
   fresh interpreter with only torch imported and one with the bridge and jax imported (as the suite
   orders them), compared as the suite compares them (FACTS: each fact's code, the probe's own; a
-  test checks each against suites/coexist/living.py's probe);
+  test checks each against suites/coexist/living.py's probe). The rng facts are draws in sequence
+  after one seed (`torch.manual_seed(1234)`), so one alone would be another draw: where the message
+  names any, the script replays the probe's whole rng sequence from that seed, in its order, and
+  compares it whole (SEQUENCES);
+- `living`, the two import orders differ (`test_import_order_gives_the_same_results`: `BRIDGE LABEL:
+  importing jax first, then BRIDGE, differs from BRIDGE first ...: GROUP: KEY: A -> B`): the facts named,
+  the same way, in a fresh interpreter importing jax then the bridge and one importing the bridge then
+  jax; the groups beyond torch's are jax's state (FACTS["jax"]) and the scenarios through the bridge,
+  each the probe's own function (FACTS["scenario"]; only the bridge's own). Neither process compiles:
+  the suite's bridge-first process runs torch.compile's three functions before the facts it compares
+  (its facts are shared with the feature case), the short script does not;
 - `census`, APIs the bridge uses that this jax or torch lacks: each API the message names with the
   site it names; an API counts while the bridge's file there still names it and jax (or torch)
   resolves it as absent, part by part as suites/coexist/resolve.py does, its detail as the census
   words it;
-- `declared`, packages the bridge's modules import that its metadata does not declare, each installed:
-  the suite's import hook while a fresh interpreter imports the bridge and calls its entry points
+- `declared`, packages the bridge's modules import that its metadata does not declare: the suite's
+  import hook while a fresh interpreter imports the bridge and calls its entry points
   (suites/coexist/declared.py's import_probe), then its Requires-Dist closure (declared_closure's rules;
-  a test compares the two on every distribution of the host) and the suite's message.
+  a test compares the two on every distribution of the host) and the suite's message. Where the message
+  names a package that was not installed (`installed: no (STEP)`) or one the bridge's extras declare,
+  the script also runs the suite's steps (a ModuleNotFoundError in a step's chain, the file that raised
+  it, the bridge module that file is) and names the extras, as `undeclared` does; where it does not,
+  those 16 lines are left out.
 
 What comes from the results file (the message) is data: each value is checked against a grammar (the
 order among the two the case can start, a fact's key among FACTS, an API a dotted name of jax or of
-torch.ops, a site a `.py:LINE` path under the bridge's folder) and written only as a literal
-(`ascii()`); the message only picks among fixed texts and gives those literals. Where anything does
-not parse (another family's message, a differing rng fact, a test_import_order difference, a
-declared package that was not installed or that only an absent extra declares, a message the run cut
-short) the full script is exported, as before. Lengths: line_bound. Figures: docs/reduce.md ("Coexist
-scripts minimal by construction").
+torch.ops, a site a `.py:LINE` path under the bridge's folder, a step among the suite's two) and written
+only as a literal (`ascii()`); the message only picks among fixed texts and gives those literals. Where
+anything does not parse (another family's message, a fact not in FACTS or another bridge's scenario, a
+fact one side did not record, a message the run cut short) the full script is exported, as before.
+Lengths: line_bound. Figures: docs/reduce.md ("Coexist scripts minimal by construction").
 """
 
 from __future__ import annotations
@@ -57,23 +70,55 @@ _LABEL = r"(?P<module>torchax|torch_xla) (?:(?P<bundled>bundled in torch-xla) )?
 _NO_ANSWER = re.compile(r"a fresh process importing (?P<order>[a-z_]+(?:, [a-z_]+)*) exited [0-9]+ without its answer: ")
 _DIFFERS = re.compile(rf"after `import (?P<bridge>torchax|torch_xla)` \({_LABEL}\), torch's (?P<feature>[a-z]+) "
                       r"differs from a fresh process without it:")
+_ORDER_HEAD = re.compile(rf"{_LABEL}: importing jax first, then (?P<bridge>torchax|torch_xla), differs from (?P=bridge) first "
+                         r"\(jax first -> (?P=bridge) first\):")
 _CENSUS_HEAD = {"jax": re.compile(rf"{_LABEL} uses (?P<n>[0-9]+) jax API\(s\) that jax \S+ lacks:"),
                 "fallbacks": re.compile(rf"{_LABEL} uses (?P<n>[0-9]+) API\(s\) this cell lacks inside try/except, "
                                         r"so it falls back without saying so:"),
                 "torch-ops": re.compile(rf"{_LABEL} names (?P<n>[0-9]+) torch operator\(s\) that torch \S+ lacks:")}
 _UNDECLARED_HEAD = re.compile(rf"{_LABEL}: importing it and calling its entry points needs (?P<n>[0-9]+) package\(s\) "
                               r"its metadata does not declare:")
-# an undeclared package the bridge's module imported, installed (a missing one, or one only an extra declares: the full script)
-_UNDECLARED = re.compile(r"  [a-z0-9][a-z0-9-]* \(imported by [A-Za-z_][A-Za-z0-9_.]*; installed: yes\)")
+# an undeclared package the bridge's module imported (installed), or failed to find in a step (not installed), and the
+# bridge's extras that declare it where any does
+_UNDECLARED = re.compile(r"  [a-z0-9][a-z0-9-]* \(imported by [A-Za-z_][A-Za-z0-9_.]*; installed: (?P<how>yes|no \((?P<step>"
+                         r"import torchax|import torch_xla|entry points)\))(?P<extras>; declared only by its extra\(s\) "
+                         r"[a-z0-9][a-z0-9-]*(?:, [a-z0-9][a-z0-9-]*)*)?\)")
 _API = {"jax": r"jax(?:\.[A-Za-z_][A-Za-z0-9_]*)+", "fallbacks": r"jax(?:\.[A-Za-z_][A-Za-z0-9_]*)+",
         "torch-ops": r"torch\.ops\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*"}
 _SITE = r"(?:torchax|torch_xla)(?:/[A-Za-z0-9_]+)+\.py:[0-9]{1,6}(?:, \+[0-9]{1,6} more)?"
 _ENTRY = re.compile(rf"(?:^|; )(?P<api>[A-Za-z_][A-Za-z0-9_.]*) \((?P<site>{_SITE})\)")
 
+# The probe's own functions its scenario facts call (suites/coexist/living.py; a test compares each with it)
+_JAX = ("import jax", "import jax.numpy as jnp")  # each fact with the imports its expression uses (the probe's, once)
+_ROUND_TRIP = ("def torchax_round_trip():", "    env = torchax.default_env()", "    with env:",
+               "        t = torch.arange(6.0, device='jax').reshape(2, 3)",
+               "        return torchax.interop.call_jax(jnp.sin, t).cpu().tolist()")
+_CONVERSIONS = ("def torchax_conversions():", "    env = torchax.default_env()", "    out = {}", "    with env:",
+                "        for dtype in ('float32', 'bfloat16', 'int64', 'bool'):",
+                "            t = torch.tensor([1.5, -2.25, 0.0, 3.0]).to(getattr(torch, dtype)).to('jax')",
+                "            back = t.cpu()", "            out[dtype] = [str(back.dtype), back.float().tolist()]",
+                "    return out")
+_JAX_JIT = ("def torchax_jax_jit():", "    env = torchax.default_env()", "    with env:",
+            "        f = torchax.interop.jax_jit(lambda a, b: torch.relu(a @ b) + a.sum())",
+            "        a = torch.arange(6.0, device='jax').reshape(2, 3) - 2",
+            "        return f(a, torch.ones(3, 3, device='jax')).cpu().tolist()")
+_GRAD = ("def torchax_grad_through_a_module():", "    torch.manual_seed(0)",
+         "    weights, fn = torchax.extract_jax(torch.nn.Linear(3, 2))", "    x = jnp.arange(6.0).reshape(2, 3)",
+         "    grads = jax.grad(lambda w: fn(w, (x,)).sum())(weights)",
+         "    return {k: [float(v) for v in jnp.ravel(grads[k])] for k in sorted(grads)}")
+_XLA_CALL_JAX = ("def xla_call_jax():", "    import torch_xla.core.xla_builder as xb", "    import torch_xla.core.xla_model as xm",
+                 "    t = torch.arange(6.0).reshape(2, 3).to(xm.xla_device())",
+                 "    return xb.call_jax(jnp.sin, (t,)).cpu().tolist()")
+_XLA_STATICS = ("def xla_call_jax_statics_and_outputs():", "    import torch_xla.core.xla_builder as xb",
+                "    import torch_xla.core.xla_model as xm", "    t = torch.arange(6.0).reshape(2, 3).to(xm.xla_device())",
+                "    scaled = xb.call_jax(lambda x, unused, k, flag: jnp.where(flag, x * k, x), (t, t + 1, 3, True))",
+                "    pair = xb.call_jax(lambda x: (jnp.sin(x), jnp.cos(x).sum()), (t,))",
+                "    return {'scaled': scaled.cpu().tolist(), 'pair': [pair[0].cpu().tolist(), float(pair[1].cpu())]}")
+
 # Each fact a living-together short script can compute: feature -> key -> (setup statements, the fact's
 # expression). The expression is the probe's own (suites/coexist/living.py; tests/test_standalone_coexist.py
-# finds each in it); torch.compile's facts through `compiled(fn, *args)` there, written out here.
-# The rng facts are not here: they are draws in sequence after one seed, so one alone is another draw.
+# finds each in it); torch.compile's facts through `compiled(fn, *args)` there, written out here. The rng
+# facts are draws in sequence after one seed, so one alone is another draw: a script replays the group whole.
 FACTS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
     "compile": {
         "function of a tensor": ((), "torch.compile(lambda x: torch.sin(x) + 1)(torch.arange(4.0)).tolist()"),
@@ -108,7 +153,37 @@ FACTS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
                                                "autocast_dtype()"),
         "autocast off outside": ((), "str((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)"),
     },
+    # draws in sequence after one seed: a script computes the whole group, in the probe's order (SEQUENCES)
+    "rng": {
+        "rand(4)": (("torch.manual_seed(1234)",), "torch.rand(4).tolist()"),
+        "randn(3)": ((), "torch.randn(3).tolist()"),
+        "randint(0, 100, (4,))": ((), "torch.randint(0, 100, (4,)).tolist()"),
+        "randperm(5)": ((), "torch.randperm(5).tolist()"),
+        "initial_seed()": ((), "torch.initial_seed()"),
+    },
+    # the groups test_import_order compares beside torch's (the probe records them where jax is imported)
+    "jax": {
+        "default_backend()": (_JAX[:1], "jax.default_backend()"),
+        "device_count()": (_JAX[:1], "jax.device_count()"),
+        "jax_enable_x64": (_JAX[:1], "bool(jax.config.jax_enable_x64)"),
+        "jnp.arange(3).dtype": (_JAX, "str(jnp.arange(3).dtype)"),
+        "jnp.sin(jnp.arange(4.0))": (_JAX, "[float(v) for v in jnp.sin(jnp.arange(4.0))]"),
+    },
+    "scenario": {
+        "torchax: call_jax(jnp.sin) on a torchax tensor": ((_JAX[1], "import torchax.interop", *_ROUND_TRIP),
+                                                           "torchax_round_trip()"),
+        "torchax: conversions to jax and back per dtype": (("import torchax", *_CONVERSIONS), "torchax_conversions()"),
+        "torchax: interop.jax_jit of a torch function": (("import torchax.interop", *_JAX_JIT), "torchax_jax_jit()"),
+        "torchax: jax.grad through extract_jax(nn.Linear)": ((*_JAX, "import torchax", *_GRAD), "torchax_grad_through_a_module()"),
+        "torch_xla: call_jax(jnp.sin) on an XLA tensor": ((_JAX[1], *_XLA_CALL_JAX), "xla_call_jax()"),
+        "torch_xla: call_jax with statics, an unused argument, two outputs": ((_JAX[1], *_XLA_STATICS),
+                                                                            "xla_call_jax_statics_and_outputs()"),
+    },
 }
+FEATURES = ("compile", "devices", "defaults", "dlpack", "rng", "autocast")  # test_torch_feature_is_unchanged_by_importing's
+SEQUENCES = ("rng",)  # groups computed whole where one of their facts is named: each fact is a draw after the others
+# the groups test_import_order_gives_the_same_results compares, in the probe's order (torch.compile is the other case's)
+ORDER_GROUPS = ("devices", "defaults", "dlpack", "rng", "autocast", "jax", "scenario")
 MESSAGE_LINES = 6  # a run records its message's first lines only (harness/incell/plugin.py _MESSAGE_LINES)
 
 
@@ -116,20 +191,21 @@ MESSAGE_LINES = 6  # a run records its message's first lines only (harness/incel
 class Short:
     """What a failing coexist run's message says failed, each part checked (never its text)."""
 
-    kind: str                           # "import", "feature" or a census kind ("jax", "fallbacks", "torch-ops")
+    kind: str                           # "import", "feature", "order", "declared" or a census kind ("jax", "fallbacks", "torch-ops")
     bridge: str                         # torchax | torch_xla
     order: tuple[str, ...] = ()         # import: the modules the fresh process that failed imports, in order
     feature: str = ""                   # feature: the torch feature (a key of FACTS)
-    keys: tuple[str, ...] = ()          # feature: the facts that differ (keys of FACTS[feature])
+    keys: tuple[str, ...] = ()          # feature: the facts that differ (keys of FACTS[feature]); order: `GROUP: KEY`
     bundled: bool = False               # the bridge is the torchax torch-xla bundles (its label says so)
     uses: tuple[tuple[str, str], ...] = ()  # census: (API, site) as the message names them
-    errors: bool = False                # feature: a differing fact was an error on one side (recorded as its root cause)
+    errors: bool = False                # feature, order: a differing fact was an error on one side (recorded as its root cause)
+    missing: bool = False               # declared: a package not installed, or one the bridge's extras declare, is named
 
     @property
     def check(self) -> str:
         """The one check the script keeps (reduce.json's `by_construction`: `only its CHECK check`)."""
-        return {"import": "bridge import", "feature": f"torch {self.feature} facts", "declared": "undeclared packages"
-                }.get(self.kind, f"{self.kind} census")
+        return {"import": "bridge import", "feature": f"torch {self.feature} facts", "order": "import order facts",
+                "declared": "undeclared packages"}.get(self.kind, f"{self.kind} census")
 
 
 def short_form(case_id: str, message: str | None) -> Short | None:
@@ -145,33 +221,43 @@ def short_form(case_id: str, message: str | None) -> Short | None:
             order = tuple(m.group("order").split(", "))
             allowed = [(bridge, "jax"), ("torch",)] if feature_id else [("jax", bridge), (bridge, "jax")]
             return Short("import", bridge, order=order) if order in allowed else None
-        d = _DIFFERS.fullmatch(first)
-        if not (feature_id and d and d.group("bridge") == bridge == d.group("module")):
-            return None
-        feature = feature_id.group("feature")
-        if feature not in FACTS or d.group("feature") != feature:
-            return None
-        table = FACTS[feature]
-        keys = []
-        for line in rest.split("\n"):
-            key = next((k for k in table if line.startswith(f"  {k}: ") and " -> " in line), None)
-            if key is None or key in keys:
+        if feature_id:
+            d = _DIFFERS.fullmatch(first)
+            feature = feature_id.group("feature")
+            if not (d and d.group("bridge") == bridge == d.group("module") and d.group("feature") == feature in FEATURES):
+                return None
+            tables, bundled = {"": FACTS[feature]}, d.group("bundled")
+        else:
+            o = _ORDER_HEAD.fullmatch(first)
+            if not (o and o.group("bridge") == bridge == o.group("module")):
+                return None
+            # the scenarios the probe runs for this bridge only (another bridge's would be facts it never recorded)
+            tables = {f"{g}: ": {k: v for k, v in FACTS[g].items() if g != "scenario" or k.startswith(f"{bridge}: ")}
+                      for g in ORDER_GROUPS}
+            feature, bundled = "", o.group("bundled")
+        keys, lines = [], rest.split("\n")
+        for line in lines:
+            key = next((f"{g}{k}" for g, table in tables.items() for k in table if line.startswith(f"  {g}{k}: ") and " -> " in line),
+                       None)
+            if key is None or key in keys or "'<not recorded>'" in line:  # both processes record the same facts
                 return None
             keys.append(key)
-        if len(keys) >= MESSAGE_LINES - 1 and len(table) > len(keys):
+        if len(keys) >= MESSAGE_LINES - 1 and sum(map(len, tables.values())) > len(keys):
             return None  # the run kept the message's first lines only: more facts may have differed
-        errors = any(re.search(r"(?:^|: |-> )'error: ", line) for line in rest.split("\n"))
-        return Short("feature", bridge, feature=feature, keys=tuple(keys), bundled=bool(d.group("bundled")),
+        errors = any(re.search(r"(?:^|: |-> )'error: ", line) for line in lines)
+        return Short("feature" if feature_id else "order", bridge, feature=feature, keys=tuple(keys), bundled=bool(bundled),
                      errors=errors) if keys else None
     declared_id = _DECLARED_ID.fullmatch(case_id or "")
     if declared_id:
         bridge = declared_id.group("bridge")
         h = _UNDECLARED_HEAD.fullmatch(first)
         entries = rest.split("\n")
+        found = [_UNDECLARED.fullmatch(e) for e in entries]
         if h is None or h.group("module") != bridge or len(entries) != int(h.group("n")) or len(entries) >= MESSAGE_LINES \
-                or not all(_UNDECLARED.fullmatch(e) for e in entries):
+                or not all(found) or any(f.group("step") not in (None, "entry points", f"import {bridge}") for f in found):
             return None
-        return Short("declared", bridge, bundled=bool(h.group("bundled")))
+        missing = any(f.group("how") != "yes" or f.group("extras") for f in found)
+        return Short("declared", bridge, bundled=bool(h.group("bundled")), missing=missing)
     if census_id:
         kind = "torch-ops" if census_id.group("ops") else "jax" if "jax_apis" in census_id.group("test") else "fallbacks"
         bridge = census_id.group("bridge") or "torchax"
@@ -217,34 +303,59 @@ _FACTS = [
 _PROBE = ["def probe(order):", "    import importlib, json", "    for name in order.split(','):", "        importlib.import_module(name)"]
 
 
+def _computed(short: Short) -> dict[str, tuple[tuple[str, ...], str]]:
+    """The facts a living-together script computes, in the probe's order (a sequence's group whole), keyed as
+    the suite's message keys them (`KEY`; in the import-order case `GROUP: KEY`)."""
+    groups = ((short.feature, ""),) if short.kind == "feature" else ((g, f"{g}: ") for g in ORDER_GROUPS)
+    return {f"{prefix}{k}": fact for g, prefix in groups for k, fact in FACTS[g].items()
+            if f"{prefix}{k}" in short.keys or (g in SEQUENCES and any(key.startswith(prefix) for key in short.keys))}
+
+
+def _setup(short: Short) -> list[str]:
+    """The statements the computed facts need before them, in the probe's order: an import two facts need, once;
+    a function's body whole."""
+    setup: list[str] = []
+    for line in (s for lines, _ in _computed(short).values() for s in lines):
+        if line.startswith(" ") or line not in setup:
+            setup.append(line)
+    return setup
+
+
 def _living(short: Short) -> list[str]:
     if short.kind == "import":
         return ["import inspect, os, subprocess, sys", "ENV", "", *[p.replace("importlib, json", "importlib") for p in _PROBE], "    print('SEAMS-ANSWER {}')", "",
                 *_RUN_FRESH, "", f"facts(*{short.order!a})  # the order whose fresh process the run found failing"]
-    table = FACTS[short.feature]
-    setup = [f"    {s}" for k in short.keys for s in table[k][0]]
+    table, setup = _computed(short), _setup(short)
     lines = ["import inspect, json, os, subprocess, sys", "ENV", "from importlib.metadata import version", "",
-             *_PROBE, "    import torch", *setup]
-    if short.errors and len(short.keys) == 1:  # the one fact, or the error it raised (its root cause, as the suite records it)
-        key, expr = short.keys[0], table[short.keys[0]][1]
+             *_PROBE, "    import torch", *(f"    {s}" for s in setup)]
+    what = "only the facts the run found differing" + (" (a sequence whole)" if len(table) > len(short.keys) else "")
+    if short.errors and len(table) == 1:  # the one fact, or the error it raised (its root cause, as the suite records it)
+        key, expr = next(iter(table.items()))
+        expr = expr[1]
         lines += ["    try:", f"        found = {{{key!a}: {expr}}}",
                   "    except Exception as exc:  # torch.compile wraps what failed: the root cause is the fact",
                   "        for _ in range(20):", "            exc = exc.__cause__ or exc.__context__ or exc",
                   f"        found = {{{key!a}: f\"error: {{type(exc).__name__}}: {{str(exc).splitlines()[0][:200] if str(exc) else ''}}\"}}",
                   "    print('SEAMS-ANSWER ' + json.dumps(found))"]
     elif short.errors:
-        calls = ", ".join(f"{k!a}: lambda: {table[k][1]}" for k in short.keys)
-        lines += ["    found = {}", f"    for key, fact in {{{calls}}}.items():  # only the facts the run found differing",
+        calls = ", ".join(f"{k!a}: lambda: {expr}" for k, (_, expr) in table.items())
+        lines += ["    found = {}", f"    for key, fact in {{{calls}}}.items():  # {what}",
                   "        try:", "            found[key] = fact()",
                   "        except Exception as exc:  # the fact is its root cause, as the suite records it",
                   "            for _ in range(20):", "                exc = exc.__cause__ or exc.__context__ or exc",
                   "            found[key] = f\"error: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}\"",
                   "    print('SEAMS-ANSWER ' + json.dumps(found))"]
     else:  # values, no error: each fact as the probe computes it
-        calls = ", ".join(f"{k!a}: {table[k][1]}" for k in short.keys)
-        lines += [f"    print('SEAMS-ANSWER ' + json.dumps({{{calls}}}))  # only the facts the run found differing"]
+        calls = ", ".join(f"{k!a}: {expr}" for k, (_, expr) in table.items())
+        lines += [f"    print('SEAMS-ANSWER ' + json.dumps({{{calls}}}))  # {what}"]
+    lines += ["", *_FACTS, ""]
+    if short.kind == "order":  # the suite's message keys each fact `GROUP: KEY`, sorted as the groups then their keys are
+        return lines + [
+            f"jax_first, bridge_first = facts('jax', {short.bridge!r}), facts({short.bridge!r}, 'jax')",
+            "diffs = [f'{key}: {jax_first[key]!r} -> {bridge_first[key]!r}' for key in sorted(jax_first) if jax_first[key] != bridge_first[key]]",
+            (f"assert not diffs, (f\"{_label(short)}: importing jax first, then {short.bridge}, differs from {short.bridge} first"
+             f" (jax first -> {short.bridge} first):\\n  \" + '\\n  '.join(diffs))")]
     return lines + [
-        "", *_FACTS, "",
         f"after, fresh = facts({short.bridge!r}, 'jax'), facts('torch')",
         "diffs = [f'{key}: {fresh[key]!r} -> {after[key]!r}' for key in sorted(fresh) if fresh[key] != after[key]]",
         (f"assert not diffs, (f\"after `import {short.bridge}` ({_label(short)}), torch's {short.feature} differs from a"
@@ -313,11 +424,38 @@ _ENTRY_POINTS = {
 def _declared(short: Short) -> list[str]:
     dist = "torch-xla" if short.bundled or short.bridge == "torch_xla" else "torchax"
     entry = [f"        {line}" if line else line for line in _ENTRY_POINTS[short.bridge] if line]
+    if short.missing:  # the suite's steps: a package missing is the first ModuleNotFoundError of a step's failure, with its file
+        steps = [
+            "", "    def step(what, fn):  # a step's failure: a package missing where a ModuleNotFoundError is in its chain",
+            "        try:", "            return fn() or True", "        except Exception as exc:", "            for _ in range(20):",
+            "                if isinstance(exc, ModuleNotFoundError) and exc.name:",
+            "                    raiser = [f.filename for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith('<frozen')]",
+            "                    return missing.append([exc.name.split('.')[0], what, raiser[-1] if raiser else '?'])",
+            "                exc = exc.__cause__ or exc.__context__ or exc", "",
+            "    def entry_points():", *entry,
+            "    if step(f'import {bridge}', lambda: __import__(bridge)):", "        step('entry points', entry_points)",
+            "    print('SEAMS-ANSWER ' + json.dumps([first, missing]))"]
+    else:
+        steps = ["    try:", "        __import__(bridge)", *entry,
+                 "    except Exception:  # a step that fails is not this finding: what it imported by then is",
+                 "        pass",
+                 "    print('SEAMS-ANSWER ' + json.dumps(first))"]
+    # a package a module of the bridge failed to find (the suite's _module_of: the file's path from the bridge's own folder)
+    absent = [
+        "for top, step, path in missing:",
+        "    parts = path.replace('\\\\', '/').split('/')",
+        ("    module = next(('.'.join(parts[i:]).removesuffix('.py').removesuffix('.__init__') for i, part in enumerate(parts)"
+         " if part in own and i + 1 < len(parts)), None)"),
+        "    if module and top not in sys.stdlib_module_names and top not in own and norm(top) not in reach and norm(top) not in found:",
+        "        found[norm(top)] = (module, f'no ({step})')",
+        f"extras = {{p: ', '.join(sorted({{of for q, _, of in requires({dist!r}) or [] if of and q == p}})) for p in found}}  # that declare it",
+        ] if short.missing else []
+    annotate = "' + (f'; declared only by its extra(s) {extras[p]}' if extras[p] else '') + ')'" if short.missing else ")'"
     return [
         "import inspect, json, os, re, subprocess, sys", "ENV",
         "from importlib.metadata import PackageNotFoundError, distribution, packages_distributions, version", "",
         "def probe(bridge):  # in a fresh interpreter: import the bridge, call its entry points; who first imported each package",
-        "    import json, sys", "    first = {}", "",
+        *(["    import json, sys, traceback", "    first, missing = {}, []"] if short.missing else ["    import json, sys", "    first = {}"]), "",
         "    class Recorder:  # the suite's import hook: a top-level package's first importer, importlib's frames skipped",
         "        def find_spec(self, name, path=None, target=None):",
         "            frame = sys._getframe(1)",
@@ -326,11 +464,7 @@ def _declared(short: Short) -> list[str]:
         "                frame = frame.f_back",
         "            if name.split('.')[0] not in first and name.split('.')[0] not in sys.modules:",
         "                first[name.split('.')[0]] = frame.f_globals.get('__name__', '') if frame is not None else '?'",
-        "    sys.meta_path.insert(0, Recorder())",
-        "    try:", "        __import__(bridge)", *entry,
-        "    except Exception:  # a step that fails is not this finding: what it imported by then is",
-        "        pass",
-        "    print('SEAMS-ANSWER ' + json.dumps(first))", "",
+        "    sys.meta_path.insert(0, Recorder())", *steps, "",
         "def norm(text):", "    return re.sub(r'[-_.]+', '-', text).lower()", "",
         "def requires(name):  # (package, extras it asks for, the extra of `name` it belongs to) per Requires-Dist of an installed dist",
         "    try:", "        reqs = distribution(name).requires or []", "    except PackageNotFoundError:",
@@ -353,13 +487,15 @@ def _declared(short: Short) -> list[str]:
         "    return {name for name, _ in seen}", "",
         (f"proc = subprocess.run([sys.executable, '-c', inspect.getsource(probe) + {chr(10) + 'probe(' + repr(short.bridge) + ')' + chr(10)!a}],"
         " capture_output=True, text=True, cwd='/')"),
-        "first = json.loads(proc.stdout.splitlines()[-1].removeprefix('SEAMS-ANSWER '))",
+        f"{'first, missing' if short.missing else 'first'} = json.loads(proc.stdout.splitlines()[-1].removeprefix('SEAMS-ANSWER '))",
         f"reach, tops = declared({dist!r}), packages_distributions()",
         f"own = {{top for top, dists in tops.items() if {dist!r} in map(norm, dists)}}",
-        ("found = {norm(tops[top][0]): by for top, by in sorted(first.items()) if top not in sys.stdlib_module_names and top not in own"
-        " and by.split('.')[0] in own and tops.get(top) and not {norm(d) for d in tops[top]} & reach}"),
+        ("found = {norm(tops[top][0]): (by, 'yes') for top, by in sorted(first.items()) if top not in sys.stdlib_module_names"
+        " and top not in own and by.split('.')[0] in own and tops.get(top) and not {norm(d) for d in tops[top]} & reach}"),
+        *absent,
         (f"assert not found, (f\"{_label(short)}: importing it and calling its entry points needs {{len(found)}} package(s) its"
-        " metadata does not declare:\\n  \" + '\\n  '.join(f'{p} (imported by {by}; installed: yes)' for p, by in sorted(found.items())))"),
+        " metadata does not declare:\\n  \" + '\\n  '.join(f'{p} (imported by {by}; installed: {how}"
+        f"{annotate} for p, (by, how) in sorted(found.items())))"),
     ]
 
 
@@ -371,15 +507,20 @@ def line_bound(short: Short) -> int:
     lists each API of the run's finding on a line of its own (beyond the first, with the dict's two braces:
     33 lines for 2 APIs, 37 for the pallas kernels' 6, 52 for torch 2.13's 21 named-tensor overloads); a
     torch fact that raised keeps its root cause (torch.compile wraps what failed, and the known issue's
-    match reads the root error: 5 lines) and the probe's named function it compiles (2 lines): 35; a
-    declared-dependency script keeps the suite's import hook with the bridge's entry points (a fresh
-    interpreter) and the Requires-Dist closure with the bridge's own extras (what "declared" means): 68."""
+    match reads the root error: 5 lines, 8 where several facts are computed, in a loop); a living-together
+    script keeps the statements its facts need beyond 3 lines, whole (a scenario's function of the probe,
+    4-9 lines each; the imports it uses); a declared-dependency script keeps the suite's import hook with
+    the bridge's entry points (a fresh interpreter) and the Requires-Dist closure with the bridge's own
+    extras (what "declared" means): 68, and where a package was not installed or only an extra declares it,
+    the suite's steps (a ModuleNotFoundError in a step's chain, the file that raised it), the module that
+    file is and the extras that declare it: 84."""
     if short.kind == "declared":
-        return 68
+        return 84 if short.missing else 68
     if len(short.uses) > 1:
         return MAX_LINES + len(short.uses) - 1 + 2
-    if short.errors:
-        return 35
+    if short.kind in ("feature", "order"):
+        errors = (5 if len(_computed(short)) == 1 else 8) if short.errors else 0
+        return MAX_LINES + errors + max(0, len(_setup(short)) - 3)
     return MAX_LINES
 
 
@@ -389,7 +530,7 @@ def export_coexist_script(case_id: str, cell: Mapping[str, Any], expectation: Ma
     lines = _header(case_id, cell, expectation)
     env = run_env(cell)
     set_env = f"os.environ.update({{k: v for k, v in {env!a}.items() if k not in os.environ}})  # the cell's"
-    body = (_living(short) if short.kind in ("import", "feature") else _declared(short) if short.kind == "declared"
+    body = (_living(short) if short.kind in ("import", "feature", "order") else _declared(short) if short.kind == "declared"
             else _census(short))
     lines += [set_env if line == "ENV" else line for line in body if line != "ENV" or env]
     lines += [f"print({'no failure: ' + case_id.rsplit('::', 1)[-1] + ' behaves as the suite expects'!r})", ""]

@@ -170,9 +170,9 @@ def supported(key: str) -> list[str]:
 #   and in float64) that found nothing the rest did not.
 # - an op (or form) with one supported dtype runs it both ways.
 # All 50 causes and 418 of the 419 pairs (the one missed, gelu failing eagerly in bfloat16 only, is
-# `nightly`'s, as before), in 52% of the every-dtype run's cases and 57% of its case time. `nightly` runs every dtype on both
-# paths, SEAMS_OPINFO_DTYPES=all (or N: the first N, both paths) does here, and a case named on the
-# command line (a known issue's, a bisect probe's) is collected in any profile.
+# `nightly`'s, as before), in 52% of the every-dtype run's cases and 57% of its case time. `nightly`
+# runs every dtype on both paths, SEAMS_OPINFO_DTYPES=all (or N: the first N, both paths) does here,
+# and a case named on the command line (a known issue's, a bisect probe's) is collected in any profile.
 CI_TRACED_FORMS_SKIP: dict[str, frozenset[str]] = {"inplace": frozenset({"float64"}), "out": frozenset({"float64"})}
 
 
@@ -202,15 +202,18 @@ def _per_dtype(key: str, asked: frozenset[str], form: str = "op") -> list[tuple[
     """(key, dtype, path) of one op's form (op, inplace, out): the dtypes its profile takes on each
     path (`ci`: _ci_takes; `nightly`, SEAMS_OPINFO_DTYPES=all: every one; =N: the first N), and any asked."""
     given, dtypes = _dtypes_given(), supported(key)
-    if given == "" and not _nightly():
-        take = lambda i, d, p: _ci_takes(form, p, i, d, len(dtypes))  # noqa: E731
-    else:
-        take = lambda i, d, p: given is None or given == "" or i < given  # noqa: E731
+    ci = given == "" and not _nightly()
+
+    def take(index: int, dtype: str, path: str) -> bool:
+        if ci:
+            return _ci_takes(form, path, index, dtype, len(dtypes))
+        return not isinstance(given, int) or index < given  # all (nightly, `all`), or the first N
+
     return [(key, d, p) for i, d in enumerate(dtypes) for p in PATHS if take(i, d, p) or f"{key}-{d}-{p}" in asked]
 
 
 def cases(asked: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
-    """(key, dtype, path) for every registered OpInfo, each dtype it supports (as dtype_cap() takes
+    """(key, dtype, path) for every registered OpInfo, each dtype it supports (as _per_dtype() takes
     them per path) and path; plus any case in `asked` (ids KEY-DTYPE-PATH) the op supports."""
     out = []
     for e in entries():

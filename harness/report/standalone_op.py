@@ -39,8 +39,10 @@ output's number, by fixed patterns.
 
 What the script does not redo: a sample the run did not name is the `ci` choice (the largest), so a
 failure only a later sample or only the tied copy shows needs the run's example; where torch itself
-raises on the sample of an op / in-place / out= script, the script stops there (exit 1, torch's
-error) where the case would require torchax to raise too.
+raises on the sample of an op / in-place / out= script, the full script stops there (exit 1, torch's
+error) where the case would require torchax to raise too. The short script of a run whose failure
+was exactly that (`torch raised X, torchax PATH returned`) does not stop: it calls torchax after
+torch raises and fails in the case's words, so it exits 0 once torchax raises too.
 """
 
 from __future__ import annotations

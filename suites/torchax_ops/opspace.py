@@ -31,12 +31,17 @@ PATHS = ("eager", "jit")
 CI_SAMPLES = 1
 
 
+def _nightly() -> bool:
+    """The `nightly` profile (every sample, dtype and error input), not the default `ci`."""
+    return os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly"
+
+
 def sample_cap() -> int | None:
     """How many OpInfo samples a case runs: None for all of them."""
     given = os.environ.get("SEAMS_OPINFO_SAMPLES", "")
     if given.strip().isdigit():
         return int(given) or None
-    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_SAMPLES
+    return None if _nightly() else CI_SAMPLES
 
 
 @dataclass(frozen=True)
@@ -184,10 +189,6 @@ def _dtypes_given() -> int | None | str:
     return int(given) if given.isdigit() and int(given) > 0 else ""
 
 
-def _nightly() -> bool:
-    return os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly"
-
-
 def _ci_takes(form: str, path: str, index: int, dtype: str, count: int) -> bool:
     """Whether `ci` runs a form's supported dtype (its index among the op's `count`) on a path."""
     if count == 1:
@@ -279,7 +280,7 @@ def error_cap() -> int | None:
     given = os.environ.get("SEAMS_OPINFO_ERRORS", "").strip()
     if given.isdigit():
         return int(given) or None
-    return None if os.environ.get("SEAMS_HYPOTHESIS_PROFILE", "ci") == "nightly" else CI_ERRORS
+    return None if _nightly() else CI_ERRORS
 
 
 def error_inputs(info: Any) -> list[Any]:

@@ -79,10 +79,10 @@ def _available(function: str) -> None:
         pytest.skip(UNAVAILABLE[function])
 
 
-# In this order on purpose: pytest-xdist hands cases out in collection order, and the forms that can
-# kill a worker (error inputs XLA aborts on, torch's own SIGFPE in an in-place integer op) come first,
-# so the worker restarts they cost (collection again, about 5 s) overlap the other worker's cases
-# instead of queueing at the end of the run.
+# In this order on purpose: the forms that can kill a worker (error inputs XLA aborts on, torch's own
+# SIGFPE in an in-place integer op) come first. Cells run xdist's worksteal, which gives each worker a
+# contiguous share of the collection, so they all fall in the first worker's share and the restarts
+# they cost (collection again, about 5 s) overlap the other worker's cases, not the run's end.
 def test_op_error(key, path, observe):
     _available("test_op_error")
     cores.op_error_case(key, path, observe)

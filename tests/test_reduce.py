@@ -13,9 +13,10 @@ import pytest
 from harness.reduce.names import undefined_names
 from harness.reduce.normalise import format_code, reduced_script
 from harness.reduce.reducer import NotReducible, reduce_script, split_preamble
-from harness.reduce.script import REDUCED_HEAD
-from harness.reduce.server import ForkServer, heavy_imports
+from harness.reduce.script import CRASH_HEAD, REDUCED_HEAD
+from harness.reduce.server import ForkServer, Run, heavy_imports
 from harness.reduce.signature import signature, statement_at, up_to_numbers
+from harness.reduce.transforms import frame_lines
 from harness.report.standalone import HEADER_LINES
 
 # What the exporter writes above the code (harness/report/standalone.py): two fixed comment lines, the
@@ -367,3 +368,60 @@ def test_a_batch_reduces_by_cell_then_known_issue_so_one_reduction_seeds_the_iss
                                      + "raise AssertionError('x')\n")
         jobs.append(Job(tmp_path / name, "fake-cpu"))
     assert [j.script.name for j in sorted_jobs(jobs)] == ["b.py", "d.py", "a.py", "c.py"]
+
+
+# A crash (the process killed by a signal, faulthandler's dump instead of a traceback) after work the
+# crash does not need, and a last line that reads CASE, the provenance the reducer keeps aside: what
+# never ran must be cut by the dump's frames, else every candidate names CASE undefined and is rejected
+# unrun (the torchax_ops `mvlgamma_` SIGFPE scripts were refused so).
+CRASHES = HEADER + textwrap.dedent('''\
+    import json
+    import signal
+
+
+    def unrelated(n):
+        return json.dumps({"n": n})
+
+
+    def library_scale(values, factor):
+        if factor == 0 and len(values) > 2:
+            os.kill(os.getpid(), signal.SIGFPE)  # the bug: an integer division by zero in native code
+        return [v / (factor or 1) for v in values]
+
+
+    if __name__ == "__main__":
+        note = unrelated(3)
+        got = library_scale([1, 2, 3], 0)
+        assert got == [1, 2, 3], got
+        print("no failure: " + CASE.rsplit("::", 1)[-1] + note)
+    ''')
+
+
+def test_a_crash_is_reduced_to_the_statement_the_dump_names_and_says_it_is_a_signal(tmp_path):
+    with _server(tmp_path, "bad") as bad:
+        full_sig = signature(bad.run(CRASHES, 30), CRASHES, None)
+        red = reduce_script(CRASHES, bad, None, budget_s=120)
+        text = reduced_script(red.facts, red.env, red.body, red.contrast, crash=red.signature.status < 0)
+        assert signature(bad.run(text, 30), text, None) == full_sig
+    assert full_sig.status == -8 and full_sig.where == "os.kill(os.getpid(), signal.SIGFPE)", full_sig
+    assert text.splitlines()[0] == CRASH_HEAD
+    assert "unrelated" not in text and "no failure" not in text and "assert" not in text, text
+    assert len(text.splitlines()) < len(CRASHES.splitlines()) - 10, text
+
+
+def test_the_dump_names_the_crashing_threads_frames_outermost_first():
+    dump = textwrap.dedent('''\
+        Fatal Python error: Floating point exception
+
+        Thread 0x00007f0000000001 (most recent call first):
+          File "/s/repro.py", line 99 in worker
+
+        Current thread 0x00007f0000000002 [MainThread] (most recent call first):
+          File "/s/repro.py", line 25 in core
+          File "/usr/lib/python3.11/runpy.py", line 88 in _run_code
+          File "/s/repro.py", line 40 in <module>
+
+        Extension modules: numpy._core._multiarray_umath (total: 1)
+        ''')
+    assert frame_lines(dump) == [40, 25]
+    assert signature(Run(-8, None, dump, 0.1), "\n" * 24 + "crash()\n" + "\n" * 14 + "core()\n", None).where == "crash()"

@@ -306,7 +306,8 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
         out.refused, out.seconds = f"cannot run in {job.cell}: {exc}", round(time.monotonic() - start, 1)
         say(f"  refused: {out.refused}")
         return out
-    text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE)
+    text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE,
+                          crash=red.signature.status < 0)
     out.text = text  # written by write_reductions, with the batch's other outputs, as a whole
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
     out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast

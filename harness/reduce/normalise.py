@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from harness.reduce.script import REDUCED_HEAD, env_lines, provenance
+from harness.reduce.script import CRASH_HEAD, REDUCED_HEAD, env_lines, provenance
 
 NOQA = "  # noqa: F401 (imported for what the import does)"  # as the exporter marks it
 
@@ -38,8 +38,10 @@ def format_code(code: str) -> str:
 
 
 def reduced_script(facts: dict[str, str], env: dict[str, str], body: str, passes_in: list[str] | None = None,
-                   frozen: bool = False) -> str:
-    """The text of CASE.min.py: the fixed line, the provenance (frozen: the script's own checks vouched
-    for the reduction, not a passing cell), the variables kept, the code."""
-    head = [REDUCED_HEAD, *provenance(facts, list(passes_in or []), frozen), *env_lines(env, body)]
+                   frozen: bool = False, crash: bool = False) -> str:
+    """The text of CASE.min.py: the fixed line (crash: the script is killed by a signal, not failing with
+    exit 1), the provenance (frozen: the script's own checks vouched for the reduction, not a passing
+    cell), the variables kept, the code."""
+    head = [CRASH_HEAD if crash else REDUCED_HEAD, *provenance(facts, list(passes_in or []), frozen),
+            *env_lines(env, body)]
     return "\n".join([*head, format_code(body)])

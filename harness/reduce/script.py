@@ -29,6 +29,10 @@ FACT_NAMES = ("CASE", "CELL", "KNOWN_ISSUE", "INSTALL", "INSTALL_NOTE", "SOURCES
 # The reduced script's one fixed comment line: no value of the results is ever in it.
 REDUCED_HEAD = ("# Reduced reproducer (xla-seams): exit 1 as CASE's full script does in CELL (the same exception, message"
                 " and statement), 0 once fixed (as in PASSES_IN). Env: INSTALL.")
+# A crash's: once fixed the call may raise instead (an error where torch's other in-place ops raise one), so
+# no exit status is promised, only that the signal is gone.
+CRASH_HEAD = ("# Reduced reproducer (xla-seams): killed by the same signal as CASE's full script in CELL, at the same"
+              " statement; not killed once fixed. Env: INSTALL.")
 _CELL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*-(cpu|gpu|tpu)")
 _ISSUE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _PLACEHOLDER = re.compile(r"<[A-Za-z0-9][A-Za-z0-9_.-]* source>")  # standalone.source_placeholder

@@ -22,6 +22,11 @@ from dataclasses import dataclass
 from harness.reduce.server import Run
 
 _CRASH_LINE = re.compile(r'File "([^"]*)", line (\d+)')
+# faulthandler's dump of one thread: "Current thread 0x... [name] (most recent call first):" (the thread
+# that crashed) or "Thread 0x..." (another, or each at the alarm), then an indented `File "...", line N in
+# FUNC` a frame up to a blank line
+_THREAD_DUMP = re.compile(r"^(Current thread|Thread) 0x[0-9a-fA-F]+ (?:\[[^\]\n]*\] )?\(most recent call first\):\n"
+                          r"((?:[ \t]+\S.*\n?)*)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -97,9 +102,24 @@ def statement_at(source: str, line: int | None) -> str | None:
     return None if best is None else statement_text(best, parents_of(tree).get(best))
 
 
+def dumped_lines(output: str, name: str = "repro.py") -> list[int]:
+    """The script's lines in faulthandler's dump, innermost first: the crashing thread's ("Current
+    thread") where the dump has one, else the first thread whose frames hold the script."""
+    threads = sorted(_THREAD_DUMP.finditer(output), key=lambda m: m.group(1) != "Current thread")
+    for thread in threads:
+        lines = [int(m.group(2)) for m in _CRASH_LINE.finditer(thread.group(2))
+                 if m.group(1).endswith("/" + name) or m.group(1) == name]
+        if lines:
+            return lines
+    return []
+
+
 def _crash_line(output: str, path_name: str) -> int | None:
     """The script's innermost line in faulthandler's dump (most recent call first)."""
-    for m in _CRASH_LINE.finditer(output):
+    lines = dumped_lines(output, path_name)
+    if lines:
+        return lines[0]
+    for m in _CRASH_LINE.finditer(output):  # a dump this does not parse: the script's first frame named
         if m.group(1).endswith(path_name):
             return int(m.group(2))
     return None

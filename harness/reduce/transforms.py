@@ -33,7 +33,7 @@ import re
 from typing import Iterator
 
 from harness.reduce.names import bound_names
-from harness.reduce.signature import parents_of
+from harness.reduce.signature import dumped_lines, parents_of
 
 MAX_LINE = 100  # an inlined name may not make its line longer than this
 _FRAME = re.compile(r'File "([^"]*)", line (\d+)')
@@ -63,10 +63,11 @@ def _fix_empty(tree: ast.AST) -> None:
 
 
 def frame_lines(output: str, name: str = "repro.py") -> list[int]:
-    """The script's lines in the last traceback of output, outermost first."""
+    """The script's lines in the last traceback of output, outermost first; for a crash (no Python
+    traceback), in faulthandler's dump of the thread that crashed, which lists the innermost first."""
     start = output.rfind("Traceback (most recent call last):")
     if start < 0:
-        return []
+        return dumped_lines(output, name)[::-1]
     return [int(m.group(2)) for m in _FRAME.finditer(output[start:]) if m.group(1).endswith("/" + name)
             or m.group(1) == name]
 

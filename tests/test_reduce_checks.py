@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections import Counter
 import textwrap
 from pathlib import Path
 
 from harness.reduce import transforms
-from harness.reduce.checks import ORACLE, frozen_checks, lacks
+from harness.reduce.checks import ORACLE, bridged_functions, held_calls, frozen_checks, lacks
 from harness.reduce.normalise import reduced_script
 from harness.reduce.reducer import reduce_script
 from harness.reduce.script import FROZEN_NOTE
@@ -247,3 +248,63 @@ def test_a_check_in_a_loop_keeps_its_message_its_loop_header_and_the_checks_of_e
     assert lacks(ast.parse(script.replace("reference(s)))", "gots))")), frozen)
     assert lacks(ast.parse(script.replace('gots = [len("ab"), len("a")]', "gots = [len('ab'), True]")), frozen)  # what the loop draws from
     assert lacks(ast.parse(script.replace('            assert got == ref, "values differ"\n', "")), frozen)
+
+
+# An op script's shape (harness/report/standalone_op.py): torch's result against torchax's, the check a
+# library assertion. Without a passing cell, `got` rebound one step back is caught, but reductions further
+# back compared torch's result with the sample itself converted, then with `traced` gutted, then torch's
+# reference without the kwargs, each failing "Tensor-likes are not close" the same way
+# (torchax0013jax0102-cpu's avg_pool2d bfloat16 jit script, 40 -> 20 lines).
+OP_SCRIPT = textwrap.dedent('''\
+    import jax, torch, torchax
+    from torch.utils import _pytree as pt
+
+    if __name__ == "__main__":
+        sample = make_sample()
+        args = ((sample.input, *sample.args), sample.kwargs)
+        want = pt.tree_leaves(info(*args[0], **args[1]))
+        env = torchax.default_env()
+        flat, spec = pt.tree_flatten(args)
+        pos = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]
+        def traced(*ts):
+            a = pt.tree_unflatten([ts[pos.index(i)] if i in pos else x for i, x in enumerate(flat)], spec)
+            return info(*a[0], **a[1])
+        got = torchax.interop.jax_jit(traced)(*env.to_xla([flat[i] for i in pos]))
+        got = pt.tree_leaves(got)
+        print('sample:', sample.summary())
+        for n, (w, g) in enumerate(zip(want, got)):
+            g = g.torch()
+            torch.testing.assert_close(g, w, msg=lambda m: f'output {n}: {m}')
+    ''')
+
+
+def test_the_bridge_calls_a_checked_value_came_through_stay_however_far_back():
+    check = next(i + 1 for i, line in enumerate(OP_SCRIPT.splitlines()) if "assert_close" in line)
+    frozen = frozen_checks(OP_SCRIPT, [check])
+    assert "torchax.interop.jax_jit(traced)(*env.to_xla([flat[i] for i in pos]))" in frozen.calls
+    assert "info(*args[0], **args[1])" in frozen.calls and "make_sample()" in frozen.calls  # the reference and input too
+    assert not any("pos.index" in c for c in frozen.calls)  # not inside the script's own function (held whole)
+    assert not lacks(ast.parse(OP_SCRIPT), frozen)
+    op_gone = OP_SCRIPT.replace("torchax.interop.jax_jit(traced)(*env.to_xla([flat[i] for i in pos]))",
+                                "env.to_xla([flat for i in flat])")
+    assert lacks(ast.parse(op_gone), frozen)
+    # kept but no longer what the check reads (a dead statement, `got` computed otherwise)
+    dead = op_gone.replace("        got = pt.tree_leaves(got)\n",
+                           "        unused = torchax.interop.jax_jit(traced)(*env.to_xla([flat[i] for i in pos]))\n"
+                           "        got = pt.tree_leaves(got)\n")
+    assert lacks(ast.parse(dead), frozen)
+    # the function the bridge runs is held whole: gutted to return its arguments, the op is gone as surely
+    assert [d.name for d in bridged_functions(ast.parse(OP_SCRIPT), [])] == [] and len(frozen.bridged) == 1
+    assert lacks(ast.parse(OP_SCRIPT.replace("return info(*a[0], **a[1])", "return a")), frozen)
+    # torch's reference called without the sample's kwargs failed the same way (no passing cell to tell)
+    assert lacks(ast.parse(OP_SCRIPT.replace("info(*args[0], **args[1]))", "info(*args[0]))")), frozen)
+    # what the checked values do not come from may go, and the calls are found from the check wherever
+    # the values flow: the loop unrolled as the rewrites unroll it
+    assert not lacks(ast.parse(OP_SCRIPT.replace("print('sample:', sample.summary())", "pass")), frozen)
+    unrolled = ast.parse(OP_SCRIPT.replace(
+        "for n, (w, g) in enumerate(zip(want, got)):\n            g = g.torch()\n            torch",
+        "n, w, g = (0, want[0], got[0])\n        g = g.torch()\n        torch"))
+    assert not lacks(unrolled, frozen.__class__(calls=frozen.calls, bridged=frozen.bridged, statements=Counter(
+        {"torch.testing.assert_close(g, w, msg=lambda m: f'output {n}: {m}')": 1})))
+    check_stmt = [n for n in ast.walk(unrolled) if isinstance(n, ast.Expr) and "assert_close" in ast.unparse(n)]
+    assert frozen.calls <= held_calls(unrolled, check_stmt)

@@ -25,7 +25,16 @@ bound each of its local inputs before it, in its function, stays as written (`go
 made a dtype precondition vacuous), and no name a check reads may be bound to a bare constant the
 original never bound it to. Further back (what `values` was, a script helper the value passes
 through, gutted) is caught by a precondition, or by the failure's message (up to numbers), or not at
-all: a contrast cell is the stronger oracle.
+all: a contrast cell is the stronger oracle. Two things further back are held wherever they are:
+each call the checks' values are computed from in the original (found by names, flow- and
+scope-insensitively: every binding of a name the checks read, transitively; not inside the script's
+own functions, nor a call of one) must still be among what the candidate's checks are computed from,
+word for word; and each script function a call into the packages under test (`BRIDGE`: torchax,
+torch_xla, jax, ...) runs (`jax_jit(traced)`) or that one decorates is held whole. A torchax_ops
+op script reduced without them compared torch's result with the sample itself converted
+(`got = env.to_xla(...)` for `torchax.interop.jax_jit(traced)(...)`), then with `traced` gutted to
+return its arguments, then torch's reference called without the sample's kwargs: each failed
+"Tensor-likes are not close" the same way, the op (or its reference) gone.
 """
 
 from __future__ import annotations
@@ -33,10 +42,14 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from harness.reduce.signature import parents_of, statement_text
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# The packages whose runs of a script function are held whole (bridged_functions): the bridges and the
+# jax side. Not torch: a function torch is handed (a hook, a `torch.compile`) is not the seam.
+BRIDGE = ("torchax", "torch_xla", "jax", "jaxlib", "flax", "optax")
 ORACLE = "frozen checks"  # what vouched for a reduction without a contrast cell (reduce.json, the provenance)
 
 
@@ -50,6 +63,8 @@ class Frozen:
     inputs: Counter = field(default_factory=Counter)  # the assignment each check's local inputs last got, as written
     operands: frozenset = frozenset()  # the names the frozen checks read that the script binds in a function
     written: frozenset = frozenset()  # the original's statements, as written (a constant binding it had stays allowed)
+    calls: frozenset = frozenset()  # the calls the checks' values are computed from, as written
+    bridged: Counter = field(default_factory=Counter)  # the script's functions those calls run (or decorate), whole
 
     def __bool__(self) -> bool:
         return bool(self.statements or self.definitions)
@@ -227,7 +242,106 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     operands = frozenset(read - set(defined))
     written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
     inputs = Counter(ast.unparse(a) for a in _inputs([*ran, *headers], parents))
-    return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written)
+    calls, bridged = held_calls(tree, [*ran, *headers]), bridged_functions(tree, [*ran, *headers])
+    return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written,
+                  frozenset(calls), Counter(ast.unparse(d) for d in bridged))
+
+
+def _root(expr: ast.AST) -> str | None:
+    """The name an expression's value is reached from: `torchax` for `torchax.interop.jax_jit(f)(x)`."""
+    while isinstance(expr, (ast.Attribute, ast.Call, ast.Subscript)):
+        expr = expr.func if isinstance(expr, ast.Call) else expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _bridge_roots(tree: ast.Module, packages: Sequence[str]) -> set[str]:
+    """The names bound to a package under test (its import's alias), and to what a call into one returns
+    (`env = torchax.default_env()`), to a fixpoint."""
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in packages}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in packages:
+            roots |= {a.asname or a.name for a in node.names}
+    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.Call)]
+    for _ in range(10):
+        before = len(roots)
+        roots |= {name for a in assigns if _root(a.value) in roots for name in _stored(a)}
+        if len(roots) == before:
+            break
+    return roots
+
+
+def _binders(tree: ast.Module) -> dict[str, list[ast.AST]]:
+    """Name -> what binds it anywhere in the script: an assignment, a loop's header (its target and
+    sequence, not its body), a def or class (whole), a `with ... as` item."""
+    out: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            names, part = _stored(node), node
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            names, part = {node.target.id}, node
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            names, part = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}, node.iter
+        elif isinstance(node, _DEFS):
+            names, part = {node.name}, node
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            names, part = {n.id for n in ast.walk(node.optional_vars) if isinstance(n, ast.Name)}, node.context_expr
+        else:
+            continue
+        for name in names:
+            out.setdefault(name, []).append(part)
+    return out
+
+
+def _slice(tree: ast.Module, checks: Sequence[ast.AST]) -> list[ast.AST]:
+    """The checks and whatever binds a name they read, transitively (flow- and scope-insensitive)."""
+    binders = _binders(tree)
+    seen: dict[int, ast.AST] = {id(c): c for c in checks}
+    todo, names = list(checks), set()
+    while todo:
+        for name in _reads(todo.pop()) - names:
+            names.add(name)
+            for part in binders.get(name, []):
+                if id(part) not in seen:
+                    seen[id(part)] = part
+                    todo.append(part)
+    return list(seen.values())
+
+
+def held_calls(tree: ast.Module, checks: Sequence[ast.AST]) -> set[str]:
+    """The calls (as written) the checks' values are computed from: in the checks and in whatever binds
+    a name they read, transitively; not those inside the script's own functions (a helper's body is
+    the script's to simplify, held whole where a check or a bridge names it) nor calls of them."""
+    own = {d.name for d in ast.walk(tree) if isinstance(d, _DEFS)}
+    parts = _slice(tree, checks)
+    # a helper's body: a def the checks' values read (not one a check runs in, the scenario's `core`)
+    checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks
+                  if any(n is c for n in ast.walk(d))}
+    inside = {id(n) for d in parts if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
+    held: set[str] = set()
+    for part in parts:
+        if id(part) in inside:
+            continue
+        held |= {ast.unparse(n) for n in ast.walk(part) if isinstance(n, ast.Call)
+                 and not (isinstance(n.func, ast.Name) and n.func.id in own)}
+    return held
+
+
+def bridged_functions(tree: ast.Module, checks: Sequence[ast.AST], packages: Sequence[str] = BRIDGE) -> list[ast.AST]:
+    """The script's functions that a bridge call the checks' values come through runs (`jax_jit(traced)`,
+    `call_jax(f, ...)`: an argument naming one) or that a bridge decorates (`@jax.jit`): what the bridge
+    runs is the original's, whole (the op inside `traced` is what a torchax_ops script tests; gutted to
+    return its arguments, the comparison failed the same way)."""
+    roots, part_of = _bridge_roots(tree, packages), _slice(tree, checks)
+    defs = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    named: set[str] = set()
+    for n in (n for part in part_of for n in ast.walk(part)):
+        if isinstance(n, ast.Call) and _root(n) in roots:
+            named |= {a.id for a in [*n.args, *(k.value for k in n.keywords)] if isinstance(a, ast.Name)}
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_root(d) in roots for d in n.decorator_list):
+            named.add(n.name)
+    return [defs[name] for name in sorted(named) if name in defs]
 
 
 def _enclosing_loops(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[ast.For | ast.While]:
@@ -329,5 +443,12 @@ def lacks(tree: ast.Module, frozen: Frozen) -> bool:
     if frozen.statements - have:
         return True
     if frozen.inputs - Counter(ast.unparse(n) for n in stmts if isinstance(n, (ast.Assign, ast.AnnAssign))):
+        return True
+    if frozen.calls:
+        checks = [n for n in stmts if statement_text(n, parents.get(n)) in frozen.statements
+                  or (isinstance(n, ast.Assert) and ast.unparse(n) in frozen.statements)]
+        if not frozen.calls <= held_calls(tree, checks):  # a call the checked values came through is gone
+            return True
+    if frozen.bridged - Counter(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         return True
     return bool(frozen.definitions - Counter(ast.unparse(s) for s in tree.body)) or _severed(tree, frozen)

@@ -44,8 +44,10 @@ PREFIX_BOUNDS = {"suites/coexist/test_census.py::": 370, "suites/torchax_ops/tes
 # harness/report/standalone_op.py: the op, the sample, the two results (issue 27), not the family's
 # core (398 lines before). The header and the cell's env are 11 of these lines; a script exported
 # without a run (as here) also works out the OpInfo's tolerance and whether values compare, and checks
-# every output leaf; an out= script builds its out tensors too.
-OP_CASE, OP_BOUND = "suites/torchax_ops/test_ops.py::test_op", 62
+# every output leaf; an out= script builds its out tensors too. Where torch refuses the sample, an op /
+# in-place script calls torchax in that branch (the case's rule: torchax must refuse it too), 9-12 lines
+# more: a traced in-place one, 74.
+OP_CASE, OP_BOUND = "suites/torchax_ops/test_ops.py::test_op", 74
 # A failing run's op script (short_op_scripts below) keeps only the check the run failed: the header and
 # env (11-13 lines), the imports (4), then at most SHORT_OP_BODY lines: 16-19 for an eager op's compared
 # check, a traced call (jit) 4 more, out= its out tensors (2 more), an in-place / out= values check its

@@ -50,6 +50,7 @@ CASES = {
     f"{OPS}_error[aten.gather-jit]": "fail",                # a size mismatch torch rejects, computed
     f"{OPS}_inplace[aten.sigmoid-float32-jit]": "pass",
     f"{OPS}_inplace[aten.abs-float32-eager]": "fail",       # no lowering for aten.abs_
+    f"{OPS}_inplace[aten.sigmoid-int64-jit]": "fail",       # torch raises, torchax writes the float result back
     f"{OPS}_out[aten.add-float32-eager]": "pass",
     f"{OPS}_out[aten.digamma-float32-jit]": "fail",         # out= returned but never written
     f"{OPS}_out[aten.mm-float32-eager]": "fail",            # out= handed to the functional lowering
@@ -69,7 +70,7 @@ def test_an_op_case_exports_the_op_the_sample_and_the_two_results():
     assert "sample = list(info.sample_inputs('cpu', torch.float64))[3]" in script
     assert "sample.input = sample.input.sign()" in script and "torchax.interop.jax_jit(traced)" in script
     assert "import suites" not in script and "harness" not in script.split("import os", 1)[1]
-    assert len(script.splitlines()) <= 50
+    assert len(script.splitlines()) <= 67  # 17 of them where torch refuses the sample (torchax traced must too)
     eager = export_script(f"{OPS}[aten.floor_divide-float32-eager]", _cell())
     assert "jax_jit" not in eager and "with env:" in eager and "'jax_enable_x64', False" in eager
     assert "max(info.sample_inputs('cpu', torch.float32)" in eager  # no run: the ci profile's sample
@@ -89,7 +90,7 @@ def test_the_ops_other_forms_export_the_same_way(case, example, has):
     script = export_script(case, _cell(), example=example)
     compile(script, "op", "exec")
     assert all(h in script for h in has), [h for h in has if h not in script]
-    assert len(script.splitlines()) <= 62
+    assert len(script.splitlines()) <= 74  # tests/test_standalone_length.py's OP_BOUND
 
 
 @pytest.mark.parametrize("bad", [

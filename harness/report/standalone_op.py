@@ -11,7 +11,7 @@ output's type, shape, dtype or values; an error input torchax accepted), word fo
 script's statement, its tolerance a literal from the run's record (in-place / out= runs record none:
 worked out as the case does, 2 lines). Measured: every check of every form on every default cell of
 the family exports 26-44 lines, 9-27 after `if __name__` (median 37 / 20; tests/test_standalone_length.py),
-where the full script is 43-62. On 60 real failing results (torchax0013-cpu, xla29-cpu, xla27-cpu,
+where the full script is 43-74 (74: a traced in-place call that torch's refusal repeats). On 60 real failing results (torchax0013-cpu, xla29-cpu, xla27-cpu,
 torchax007-cpu; op / in-place / out= / error forms, eager and jit, each check the runs failed by), the
 short script gives the full one's signature (harness/reduce/signature.py) in 60 of 60 (docs/reduce.md,
 "Op scripts minimal by construction"; tests/test_standalone_op.py checks 12 in the cell), so
@@ -37,12 +37,14 @@ literal; so are the failing run's facts, read from the example the case records
 booleans and finite floats only, never its text; the message only picks one of CHECKS and an
 output's number, by fixed patterns.
 
+Where torch itself raises on the sample of an op / in-place script, the script does what the case
+does: it calls torchax, which must raise too; else it fails in the case's words (`sample I: torch
+raised X, torchax PATH returned ...`, the same statement in the full script and the short one), and
+it exits 0 where torchax raises too (the full script stops there). An out= script exits 0 where torch
+refuses the sample: the out= case counts such a sample and checks nothing on it.
+
 What the script does not redo: a sample the run did not name is the `ci` choice (the largest), so a
-failure only a later sample or only the tied copy shows needs the run's example; where torch itself
-raises on the sample of an op / in-place / out= script, the full script stops there (exit 1, torch's
-error) where the case would require torchax to raise too. The short script of a run whose failure
-was exactly that (`torch raised X, torchax PATH returned`) does not stop: it calls torchax after
-torch raises and fails in the case's words, so it exits 0 once torchax raises too.
+failure only a later sample or only the tied copy shows needs the run's example.
 """
 
 from __future__ import annotations
@@ -264,16 +266,26 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     ]
     if facts.ties:
         lines.append("sample.input = sample.input.sign()  # the case's tied copy: equal values abound")
-    if kind == "out":
-        lines += ["result = info(*pt.tree_map_only(torch.Tensor, torch.clone, (sample.input, *sample.args)), **sample.kwargs)",
+    if kind == "out":  # a sample torch refuses has no out= to check: the case counts it and runs nothing
+        lines += ["try:",
+                  "    result = info(*pt.tree_map_only(torch.Tensor, torch.clone, (sample.input, *sample.args)), **sample.kwargs)",
+                  "except Exception as exc:",
+                  "    raise SystemExit(print('torch raises, no out= to check:', repr(exc)[:300]))  # exit 0, as the case",
                   "stale = lambda t: ~t if t.dtype == torch.bool else t ^ 1 if not (t.is_floating_point() or t.is_complex())"
                   " else torch.full_like(t, float('nan'))"]
+    if kind == "out":
+        want = _call(kind, "want")
+    else:  # torch refusing the sample is no failure: the case requires torchax to refuse it too
+        label = (f"sample {facts.index}" if facts.index is not None else "the sample") + (" with ties" if facts.ties else "")
+        want = ["try:", *(f"    {line}" for line in _call(kind, "want")),
+                "except Exception as exc:  # torch refuses the sample: the case requires torchax to refuse it too",
+                *(f"    {line}" for line in _after_torch_raises(kind, path, label, full=True))]
     lines += [
         _ARGS[kind],
         "print('sample:', sample.summary())",
         "torch.manual_seed(0)",
         "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample",
-        *_call(kind, "want"),
+        *want,
         *([] if facts.recorded else [
             "torch.manual_seed(1)  # a second draw: values are compared unless it differs (a random op)",
             "a = pt.tree_map_only(torch.Tensor, torch.clone, args)",
@@ -328,6 +340,26 @@ def _tolerance_lines(dtype: str, facts: Facts) -> list[str]:
 
 
 
+_SEED = ["env = torchax.default_env()", "env.manual_seed(0) if hasattr(env, 'manual_seed') else torch.manual_seed(0)"]
+
+
+def _after_torch_raises(kind: str, path: str, label: str, full: bool) -> list[str]:
+    """After torch raised on the sample (`raised`): torchax's call, which must raise too, else the case's
+    failure in its words (the same statement in the full script and the short one: the reducer's
+    signature names it). The short script goes on to its last line where torchax raises; the full one
+    stops there (exit 0: the sample passes as the case's does), the rest of it compares results."""
+    call = _call(kind, "got") if path == "eager" else _TRACED_RETURN[kind]
+    on_jax = f"pt.tree_map({_SWAP}, args)"
+    first = ["raised = exc", "print('torch raises:', repr(exc)[:300])"] if full else []
+    too = ("raise SystemExit(print('torchax raises too:', repr(exc)[:300]))  # exit 0: the case's rule holds"
+           if full else "print('torchax raises too:', repr(exc)[:300])")
+    return [*first, *_SEED,
+            "try:", *(f"    {line}" for line in _traced(path, call, "got", on_jax=on_jax)),
+            "except Exception as exc:", f"    {too}",
+            "else:",
+            f"    raise AssertionError(f'{label}: torch raised {{type(raised).__name__}}, torchax {path} returned {{got}}')"]
+
+
 def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[str]:
     """The op / in-place / out= script with only the check the run failed: the sample by its recorded
     index, torch's call, torchax's, both results printed, then that one check (its tolerance a literal)."""
@@ -347,20 +379,15 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
     compared = check not in ("torch-raises", "torchax-raises", "prng")  # else a call raises: the sample shown first
     lines += [_ARGS[kind], *([] if compared else ["print('sample:', sample.summary())"]),
               "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample"]
-    seed = ["env = torchax.default_env()", "env.manual_seed(0) if hasattr(env, 'manual_seed') else torch.manual_seed(0)"]
+    seed = _SEED
     if check == "torch-raises":  # the run's failure: torch refuses the sample and torchax does not
         # as the case words it, so the known issue's match reads it; exit 0 once torchax raises too
         label = f"sample {facts.index}" + (" with ties" if facts.ties else "")
-        call = _call(kind, "got") if path == "eager" else _TRACED_RETURN[kind]
         return lines + [
             "try:", *(f"    {line}" for line in _call(kind, "want")),
             "except Exception as exc:", "    raised = exc", "    print('torch raises:', repr(exc)[:300])",
             "else:", "    raise SystemExit(print('torch returns here: not the failure the run recorded'))  # exit 0",
-            *seed,
-            "try:", *(f"    {line}" for line in _traced(path, call, "got", on_jax=f"pt.tree_map({_SWAP}, args)")),
-            "except Exception as exc:", "    print('torchax raises too:', repr(exc)[:300])",
-            "else:",
-            f"    raise AssertionError(f'{label}: torch raised {{type(raised).__name__}}, torchax {path} returned {{got}}')"]
+            *_after_torch_raises(kind, path, label, full=False)]
     lines += _call(kind, "want")
     lines += seed
     if path == "eager":

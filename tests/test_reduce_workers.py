@@ -162,3 +162,52 @@ def test_case_md_shows_the_reduced_script_past_the_repro_cap(tmp_path, monkeypat
     write_reductions(jobs, outs, merge=False, say=lambda m: None)
     for i, j in enumerate(sorted_jobs(jobs)):
         assert f"raise SystemExit({i})" in j.script.with_suffix(".md").read_text()
+
+
+def _reduction(body: str, message: str):
+    from harness.reduce.reducer import Reduction
+    from harness.reduce.signature import Signature
+
+    return Reduction({"CASE": "suites/x.py::t", "CELL": "a-cpu"}, {"XLA_FLAGS": "--x"}, body,
+                     Signature(1, "builtins.ValueError", message, "f(x)"), env_dropped=["JAX_PLATFORMS"])
+
+
+def test_a_reduction_published_by_one_process_is_a_seed_in_another(tmp_path):
+    """-j N: each part is one cell, so the same case failing the same way in another cell is seeded only
+    through the shared folder; a seed read back equals the one written (its signature compares equal)."""
+    from harness.reduce.batch import publish_seed, take_shared
+
+    red = _reduction("f(0)", "boom N")
+    name = publish_seed(tmp_path, red)
+    (tmp_path / "junk.json").write_text('{"facts": 1}')  # not a reduction: skipped, never raised
+    (tmp_path / "half.json").write_text('{"facts": {')
+    seeds: list = []
+    taken: set[str] = set()
+    take_shared(tmp_path, seeds, taken)
+    assert len(seeds) == 1 and seeds[0].signature == red.signature and seeds[0].body == "f(0)"
+    assert seeds[0].env_dropped == ["JAX_PLATFORMS"] and name in taken
+    take_shared(tmp_path, seeds, taken)  # read once
+    assert len(seeds) == 1
+    publish_seed(tmp_path, red)  # the same reduction again (another process reached it too): no duplicate
+    take_shared(tmp_path, seeds, taken)
+    assert len(seeds) == 1
+
+
+def test_each_part_takes_the_other_parts_reductions_before_each_script(tmp_path, monkeypatch):
+    """_reduce_in_order with a shared folder: a reduction another process published is among the seeds the
+    next script gets, and this process's own reductions are published for the others."""
+    import harness.reduce.batch as batch
+    from harness.reduce.batch import Outcome, publish_seed
+
+    given: list[list[str]] = []
+
+    def fake_one(job, server, budget_s, say, seeds=None):
+        given.append([s.body for s in seeds])
+        seeds.insert(0, _reduction(f"mine({len(given)})", "own N"))
+        return Outcome(job.script.name, job.cell, 3)
+    monkeypatch.setattr(batch, "_one", fake_one)
+    jobs = _jobs(tmp_path, [(0, 0), (0, 0)])
+    publish_seed(tmp_path, _reduction("theirs()", "other N"))
+    batch._reduce_in_order(sorted_jobs(jobs), 5, lambda m: None, None, tmp_path)
+    assert given == [["theirs()"], ["mine(1)", "theirs()"]]
+    assert len(list(tmp_path.glob("*.json"))) == 3  # theirs, and this part's two, for the others

@@ -29,9 +29,10 @@ from harness.errors import UserError
 from harness.reduce.checks import ORACLE
 from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
-from harness.reduce.reducer import NotReducible, reduce_script
+from harness.reduce.reducer import NotReducible, Reduction, reduce_script
 from harness.reduce.script import split_script
 from harness.reduce.server import ForkServer, heavy_imports
+from harness.reduce.signature import Signature
 
 _TORCH = {"torch", "torch_xla", "torchax"}
 MAX_CONTRAST = 2  # cells where the case passes that the reduced script is checked in (the search uses the first)
@@ -165,9 +166,12 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
     index = {id(j): i for i, j in enumerate(ordered)}
     outcomes: list[Outcome | None] = [None] * len(ordered)
     # spawn: a worker starts clean (no lock or thread of this process copied half-way); each part is
-    # a list of Jobs and comes back as Outcomes, both plain dataclasses
-    with ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_reduce_in_order, part, budget_s, print): part for part in parts}
+    # a list of Jobs and comes back as Outcomes, both plain dataclasses. The processes share their
+    # reductions as seeds through a private folder: a part holds one cell, and the same case failing the
+    # same way in another cell is the seeds' main catch (one run where it fails the same way there).
+    with tempfile.TemporaryDirectory(prefix="seams-seeds-") as shared, \
+            ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_reduce_in_order, part, budget_s, print, None, Path(shared)): part for part in parts}
         for fut in as_completed(futures):
             for job, out in zip(futures[fut], fut.result()):
                 outcomes[index[id(job)]] = out
@@ -194,9 +198,10 @@ def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:
 
 
 def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[str], None],
-                     checkpoint: Checkpoint | None = None) -> list[Outcome]:
+                     checkpoint: Checkpoint | None = None, shared: Path | None = None) -> list[Outcome]:
     """Reduce the jobs one after another, in this order (one fork server per cell and imports, shared by
-    its scripts; each reduction seeds the later ones with the same signature); checkpoint as reduce_jobs."""
+    its scripts; each reduction seeds the later ones with the same signature); checkpoint as reduce_jobs.
+    shared: a folder the batch's processes publish their reductions in, each taken as a seed here too."""
     from harness.cells.envs import ensure_env
 
     servers: dict[tuple[str, bool, tuple[str, ...]], ForkServer] = {}  # in the order last used
@@ -220,10 +225,16 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
             return servers[key]
 
         seeds: list = []  # the reductions so far, the latest first: a script with the same signature starts there
+        taken: set[str] = set()  # the shared folder's files already among the seeds
         last = time.monotonic()
         try:
             for job in ordered:
+                if shared is not None:
+                    take_shared(shared, seeds, taken)
+                first = seeds[0] if seeds else None
                 outcomes.append(_one(job, server, budget_s, say, seeds))
+                if shared is not None and seeds and seeds[0] is not first:
+                    taken.add(publish_seed(shared, seeds[0]))
                 if checkpoint is not None and len(outcomes) < len(ordered) and time.monotonic() - last >= CHECKPOINT_S:
                     checkpoint(ordered[:len(outcomes)], list(outcomes))
                     last = time.monotonic()
@@ -231,6 +242,35 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
             for s in servers.values():
                 s.close()
     return outcomes
+
+
+def publish_seed(shared: Path, red: Reduction) -> str:
+    """Write one reduction into the batch's shared folder (whole, by rename) for the other processes; its
+    file name."""
+    from harness.safeio import atomic_write
+
+    record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
+              "env_dropped": red.env_dropped}
+    name = f"{os.getpid()}-{time.monotonic_ns()}.json"
+    atomic_write(shared / name, json.dumps(record), durable=False)
+    return name
+
+
+def take_shared(shared: Path, seeds: list, taken: set[str]) -> None:
+    """The other processes' reductions published since the last look, put first among the seeds (the
+    latest first). A file that does not read as one is skipped: a seed is only ever a first candidate,
+    run and judged by the predicate like any other."""
+    new = sorted((p for p in shared.glob("*.json") if p.name not in taken), key=lambda p: p.stat().st_mtime_ns)
+    for path in new:
+        taken.add(path.name)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            red = Reduction({str(k): str(v) for k, v in d["facts"].items()}, {str(k): str(v) for k, v in d["env"].items()},
+                            str(d["body"]), Signature(**d["signature"]), env_dropped=[str(n) for n in d["env_dropped"]])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if all(x.body != red.body or x.signature != red.signature for x in seeds):
+            seeds.insert(0, red)
 
 
 def _installs(name: str, modules: list[str]) -> bool:

@@ -61,3 +61,22 @@ def test_report_reduce_writes_a_repro_for_every_failing_result_past_the_cap(tmp_
     assert len(list((tmp_path / "plain" / "repro").glob("*.md"))) == MAX_REPROS
     main(["report", str(results), "--out", str(tmp_path / "all"), "--expectations", str(issues), "--reduce"])
     assert len(list((tmp_path / "all" / "repro").glob("*.md"))) == n and seen == [n]
+
+
+def test_writing_thousands_of_repros_says_how_far_it_is(tmp_path, monkeypatch):
+    """report --reduce writes every failing result's files (a default run: about 9,000, minutes): a progress
+    line comes every PROGRESS_S seconds, naming how many of how many are written."""
+    import harness.report.repro as repro_mod
+    from harness.judge.results import read_many
+    from harness.report.model import build_report
+    from tests.results_fixtures import case, cell_file, known_issues
+
+    cells, _errors = read_many([cell_file(tmp_path, "jax060-cpu", "0.6.0", [
+        case(f"suites/compute_on/test_eager_vs_aot.py::test_eager_vs_aot[{i}]", "fail", "boom") for i in range(3)])])
+    known_issues(tmp_path, "")
+    report = build_report(cells, [], "none")
+    lines: list[str] = []
+    monkeypatch.setattr(repro_mod, "PROGRESS_S", 0.0)
+    assert repro_mod.write_repros(report, tmp_path / "repro", limit=None, say=lines.append) == 3
+    assert [ln.split(" (")[0] for ln in lines] == [f"repro: {i} of 3 written" for i in range(3)]
+    assert all(ln.endswith(" s)") for ln in lines)

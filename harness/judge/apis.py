@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -138,6 +139,19 @@ def load_api_ranges(path: Path = DEFAULT_PATH) -> dict[str, ApiRange]:
                     raise UserError(f"{rng.source}: duplicate API {name!r} (first at {merged[name].source})")
                 merged[name] = rng
         return merged
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is None:
+        return _load_file(path, 0, -1)  # load_yaml says what is wrong with it
+    return dict(_load_file(path, st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=32)
+def _load_file(path: Path, _mtime_ns: int, _size: int) -> dict[str, ApiRange]:
+    """One API-ranges file, parsed once per version of it (a whole run's report exports thousands of
+    scripts, each asking for the ranges)."""
     doc = load_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("apis"), list):
         raise UserError(f"{path}:{line_of(doc, 'apis') or 1}: expected a mapping with a top-level 'apis:' list")

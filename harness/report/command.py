@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 
@@ -83,9 +84,10 @@ SET_ENTRIES = {**{name: False for name in REPORT_FILES}, "repro": True}
 
 
 def write_report_files(report: dict, out_dir: Path, report_json: str | None = None,
-                       repro_limit: int | None = MAX_REPROS) -> int:
+                       repro_limit: int | None = MAX_REPROS, say: Callable[[str], None] | None = None) -> int:
     """Write report.json/html/md, junit.xml and repro/ as one set; a disk problem is one UserError line.
-    `report_json`: the report already as dumps_lines text; `repro_limit`: repro files at most (None: all).
+    `report_json`: the report already as dumps_lines text; `repro_limit`: repro files at most (None: all);
+    `say`: progress lines while the repros are written.
 
     Everything is rendered into a fresh folder inside out_dir first, so a kill or a full disk while
     rendering leaves the previous set as it was; then the set folder (out_dir/report-set) is swapped
@@ -98,7 +100,7 @@ def write_report_files(report: dict, out_dir: Path, report_json: str | None = No
         atomic_write(stage / "report.html", render_html(report))
         atomic_write(stage / "report.md", render_markdown(report))  # news, since which release, known bugs, cells
         atomic_write(stage / "junit.xml", render_junit(report))
-        n = write_repros(report, stage / "repro", limit=repro_limit)
+        n = write_repros(report, stage / "repro", limit=repro_limit, say=say)
     return n
 
 
@@ -148,7 +150,7 @@ def report_command(paths: list[Path], out_dir: Path, expectations_path: Path | N
     redacted = redact_all(report, as_json=report_json)
     if redacted is not report:
         report, report_json = redacted, dumps_lines(redacted)
-    n_repro = write_report_files(report, out_dir, report_json, repro_limit)
+    n_repro = write_report_files(report, out_dir, report_json, repro_limit, say=console.print)
 
     counts = report["counts"]
     out.print("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()))

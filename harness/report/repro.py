@@ -7,8 +7,9 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -53,13 +54,11 @@ def scenario_source(nodeid: str) -> str | None:
         target = find_core(nodeid)
     except NoStandalone:
         return test_source(nodeid)
-    module = target.module.replace(".", "/") + ".py"
-    path = REPO / module
-    try:
-        text = path.read_text()
-    except OSError:
+    read = read_suite_module(target.module.replace(".", "/") + ".py")  # parsed once per file version: a
+    if read is None:  # report --reduce writes thousands of repros, and cores.py is hundreds of lines
         return test_source(nodeid)
-    for node in ast.walk(ast.parse(text)):
+    text, tree = read
+    for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == target.function:
             start = min([d.lineno for d in node.decorator_list] + [node.lineno])
             return "\n".join(text.splitlines()[start - 1:node.end_lineno])
@@ -347,13 +346,22 @@ def _needing_repro(report: dict[str, Any]) -> list[tuple[str | None, str, dict[s
     return [(case_id, cell, r) for case_id, cell, r in iter_results(report) if r["verdict"] not in _SKIP]
 
 
-def write_repros(report: dict[str, Any], out_dir: Path, limit: int | None = MAX_REPROS) -> int:
+PROGRESS_S = 30.0  # a line at most this often while repros are written (a whole run's are thousands: minutes)
+
+
+def write_repros(report: dict[str, Any], out_dir: Path, limit: int | None = MAX_REPROS,
+                 say: Callable[[str], None] | None = None) -> int:
     """Write one repro per result that is not ok or skipped (at most `limit`; None: all): CASE.md, and beside it
-    CASE.py, the standalone script, where the scenario has one; returns how many."""
+    CASE.py, the standalone script, where the scenario has one; returns how many. `say`: a progress line
+    every PROGRESS_S seconds."""
     cells = {c["cell"]: c for c in report["cells"]}
     out_dir.mkdir(parents=True, exist_ok=True)
     files = repro_files(report, limit)
-    for case_id, cell, r, name in files:
+    start = last = time.monotonic()
+    for i, (case_id, cell, r, name) in enumerate(files):
+        if say is not None and time.monotonic() - last >= PROGRESS_S:
+            last = time.monotonic()
+            say(f"repro: {i} of {len(files)} written ({last - start:.0f} s)")
         stem = name.removesuffix(".md")
         script = script_for(case_id, cells[cell], r)
         if script is not None:

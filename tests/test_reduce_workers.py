@@ -4,6 +4,7 @@ starts its own fork servers)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,27 @@ def test_each_part_takes_the_other_parts_reductions_before_each_script(tmp_path,
     batch._reduce_in_order(sorted_jobs(jobs), 5, lambda m: None, None, tmp_path)
     assert given == [["theirs()"], ["mine(1)", "theirs()"]]
     assert len(list(tmp_path.glob("*.json"))) == 3  # theirs, and this part's two, for the others
+
+
+def test_a_case_another_process_is_reducing_waits_for_its_seed_at_the_end_of_the_part(tmp_path, monkeypatch):
+    """Two processes started together reduce their cells in the same order (by known issue), so the same
+    case in two cells was searched twice at once, neither seeding the other: a case another process has
+    claimed is put off once, to the end of the part (when that reduction is among the seeds)."""
+    import harness.reduce.batch as batch
+    from harness.reduce.batch import Outcome
+
+    order: list[str] = []
+
+    def fake_one(job, server, budget_s, say, seeds=None):
+        order.append(job.script.name)
+        assert [p.name for p in tmp_path.glob(f"claim-*-{os.getpid()}")] == [f"claim-{batch._case_key(job)}-{os.getpid()}"]
+        return Outcome(job.script.name, job.cell, 3)
+    monkeypatch.setattr(batch, "_one", fake_one)
+    jobs = sorted_jobs(_jobs(tmp_path, [(0, 0), (0, 0), (0, 0)]))
+    for j, case in zip(jobs, ("a", "b", "c")):
+        j.case_id = f"suites/x.py::t[{case}]"
+    (tmp_path / f"claim-{batch._case_key(jobs[0])}-1").touch()  # process 1 reduces case a in another cell
+    outs = batch._reduce_in_order(jobs, 5, lambda m: None, None, tmp_path)
+    assert order == [jobs[1].script.name, jobs[2].script.name, jobs[0].script.name]
+    assert [o.script for o in outs] == [j.script.name for j in jobs]  # the outcomes in the part's order
+    assert [p.name for p in tmp_path.glob("claim-*")] == [f"claim-{batch._case_key(jobs[0])}-1"]  # its own, gone

@@ -227,21 +227,64 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
         seeds: list = []  # the reductions so far, the latest first: a script with the same signature starts there
         taken: set[str] = set()  # the shared folder's files already among the seeds
         last = time.monotonic()
+        queue = list(range(len(ordered)))
+        done: dict[int, Outcome] = {}
+        deferred: set[int] = set()
         try:
-            for job in ordered:
+            while queue:
+                i = queue.pop(0)
+                job = ordered[i]
+                claim = None
+                if shared is not None and job.minimal is None:
+                    if i not in deferred and claimed_elsewhere(shared, job):
+                        # another process is reducing this case (another cell) right now: its reduction will
+                        # be this script's seed, so this one waits, once, at the end of the part
+                        deferred.add(i)
+                        queue.append(i)
+                        continue
+                    claim = claim_case(shared, job)
                 if shared is not None:
                     take_shared(shared, seeds, taken)
                 first = seeds[0] if seeds else None
-                outcomes.append(_one(job, server, budget_s, say, seeds))
+                try:
+                    done[i] = _one(job, server, budget_s, say, seeds)
+                finally:
+                    if claim is not None:
+                        claim.unlink(missing_ok=True)
+                outcomes.append(done[i])
                 if shared is not None and seeds and seeds[0] is not first:
                     taken.add(publish_seed(shared, seeds[0]))
-                if checkpoint is not None and len(outcomes) < len(ordered) and time.monotonic() - last >= CHECKPOINT_S:
-                    checkpoint(ordered[:len(outcomes)], list(outcomes))
+                if checkpoint is not None and queue and time.monotonic() - last >= CHECKPOINT_S:
+                    kept = sorted(done)
+                    checkpoint([ordered[k] for k in kept], [done[k] for k in kept])
                     last = time.monotonic()
         finally:
             for s in servers.values():
                 s.close()
+    return [done[i] for i in sorted(done)]
     return outcomes
+
+
+def _case_key(job: Job) -> str:
+    """What a claim names: the case (its id, else the script's name less its cell), hashed to a file name."""
+    import hashlib
+
+    case = job.case_id or job.script.name.partition("__")[2] or job.script.name
+    return hashlib.sha256(case.encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def claim_case(shared: Path, job: Job) -> Path:
+    """Say in the batch's shared folder that this process is reducing the job's case now (a file, removed
+    when done)."""
+    path = shared / f"claim-{_case_key(job)}-{os.getpid()}"
+    path.touch()
+    return path
+
+
+def claimed_elsewhere(shared: Path, job: Job) -> bool:
+    """Whether another process of the batch is reducing the job's case now."""
+    mine = f"-{os.getpid()}"
+    return any(not p.name.endswith(mine) for p in shared.glob(f"claim-{_case_key(job)}-*"))
 
 
 def publish_seed(shared: Path, red: Reduction) -> str:

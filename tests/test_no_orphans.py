@@ -294,3 +294,89 @@ def test_a_stale_seams_cgroup_in_the_callers_shell_makes_or_overwrites_no_file(t
                        timeout=60, check=True)
     assert sorted(p.name for p in plain.iterdir()) == [] and sorted(p.name for p in named.iterdir()) == ["cgroup.kill"]
     assert not (tmp_path / "relative").exists()
+
+
+def _descendants(root: int) -> set[int]:
+    """Every live process whose chain of parents reaches root."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = _parent(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier and p not in found}
+        found |= frontier
+    return {p for p in found if _alive(p)}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_reduce_j2_ends_its_workers_and_their_fork_servers_and_starts_no_other_part(tmp_path, sig):
+    """`harness reduce -j 2` (and report --reduce -j 2) runs its parts in worker processes, each with fork
+    servers of its own in sessions of their own. A signal to the harness alone (kill PID, a CI's timeout)
+    stopped nothing: the pool's shutdown waited for every queued part (hours on a default run), and the
+    workers went on to the next part. Now the workers and their servers end within seconds, no part starts
+    after, and the harness exits 128+N."""
+    proc = _reduce_two_parts_of_three(tmp_path)
+    tree = _descendants(proc.pid)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=30)
+    left = _gone_within(sorted(tree), 5.0)
+    try:
+        assert not left, f"still running 5 s after {sig.name} to the harness: {[_command(p) for p in left]}"
+    finally:
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+    assert proc.returncode == 128 + sig, out[-2000:]
+    started = [ln.split()[1] for ln in out.splitlines() if ln.startswith("reduce ")]
+    assert sorted(started) == ["jax053-cpu__s_numpy.py", "jax060-cpu__s_jax.py"], out[-2000:]  # the third never
+    assert "Traceback" not in out, out[-2000:]
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _reduce_two_parts_of_three(tmp_path: Path) -> subprocess.Popen:
+    """`harness reduce -j 2` on three scripts that sleep (three parts: two cells, two import sets), once
+    both workers have started their first part's fork servers."""
+    scripts = []
+    for cell, imports in ((CELL, "jax"), (CELL, "numpy"), ("jax053-cpu", "numpy")):
+        s = tmp_path / f"{cell}__s_{imports}.py"
+        s.write_text(f"import {imports}\nimport time\ntime.sleep(120)\nraise ValueError('never reached')\n")
+        scripts.append(s)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "reduce", "-j", "2", *map(str, scripts)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while len([p for p in _descendants(proc.pid) if "forkserver.py" in _command(p)]) < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the parts never started their fork servers"
+        time.sleep(0.2)
+    time.sleep(2)
+    return proc
+
+
+def test_a_reduce_worker_killed_from_outside_is_a_recorded_fault_not_a_hang(tmp_path):
+    """A -j worker SIGKILLed (the OOM killer) broke the pool: an 'internal error' naming a harness bug. Now
+    the batch stops at once, says so in one line, records the scripts not done as not reduced (exit 1),
+    and leaves no process behind."""
+    proc = _reduce_two_parts_of_three(tmp_path)
+    tree = _descendants(proc.pid)
+    worker = next(p for p in tree if "spawn_main" in _command(p))
+    os.kill(worker, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=60)
+    left = _gone_within(sorted(tree), 5.0)
+    try:
+        assert not left, f"still running 5 s after a worker was killed: {[_command(p) for p in left]}"
+    finally:
+        for p in left:
+            os.kill(p, signal.SIGKILL)
+    assert proc.returncode == 1, out[-2000:]
+    assert "a worker process died" in out and "internal error" not in out and "Traceback" not in out, out[-2000:]
+    assert "0 of 3 scripts reduced" in out, out[-2000:]

@@ -11,9 +11,12 @@ status (negative: killed by that signal; SIGALRM is the timeout). The child writ
 PATH.out and, when the script raised, {"type", "message", "line", "in_script"} to PATH.sig: the exception's
 qualified type, its message, the script's innermost line in the traceback and whether the
 exception was raised there. The script is data:
-it runs in its own session, under an alarm, and whatever it leaves running is killed with it.
+it runs in its own session, under an alarm, and whatever it leaves running is killed with it; the
+child dies with the server (the parent-death signal), so a server killed with its host leaves no
+candidate running.
 """
 
+import ctypes
 import faulthandler
 import json
 import os
@@ -35,8 +38,12 @@ def _innermost(exc, path):
     return line, last == path
 
 
-def _child(path, timeout):
+def _child(path, timeout, server):
     os.setsid()  # its own group: the server kills whatever the script leaves behind
+    if sys.platform.startswith("linux"):  # and if the server is killed, the kernel kills this child
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != server:  # it died before that took hold
+            os._exit(137)
     fd = os.open(path + ".out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -78,9 +85,10 @@ def main():
         for stale in (path + ".sig", path + ".out"):
             if os.path.exists(stale):
                 os.unlink(stale)
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(path, timeout)
+            _child(path, timeout, server)
         _, status = os.waitpid(pid, 0)
         try:
             os.killpg(pid, signal.SIGKILL)  # daemons the script forked

@@ -162,6 +162,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
         return _reduce_in_order(ordered, budget_s, say, checkpoint)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
     index = {id(j): i for i, j in enumerate(ordered)}
     outcomes: list[Outcome | None] = [None] * len(ordered)
@@ -169,16 +170,98 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
     # a list of Jobs and comes back as Outcomes, both plain dataclasses. The processes share their
     # reductions as seeds through a private folder: a part holds one cell, and the same case failing the
     # same way in another cell is the seeds' main catch (one run where it fails the same way there).
-    with tempfile.TemporaryDirectory(prefix="seams-seeds-") as shared, \
-            ProcessPoolExecutor(max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_reduce_in_order, part, budget_s, print, None, Path(shared)): part for part in parts}
-        for fut in as_completed(futures):
-            for job, out in zip(futures[fut], fut.result()):
-                outcomes[index[id(job)]] = out
-            if checkpoint is not None and not all(outcomes):
-                done = [i for i, o in enumerate(outcomes) if o is not None]
-                checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
+    with tempfile.TemporaryDirectory(prefix="seams-seeds-") as shared:
+        # each worker dies with this process, ends at once on a signal (its fork servers killed) and leaves
+        # its pid in the shared folder, for the stop below
+        pool = ProcessPoolExecutor(min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_start, initargs=(Path(shared),))
+        try:
+            futures = {pool.submit(_part, part, budget_s, Path(shared)): part for part in parts}  # the largest first
+            for fut in as_completed(futures):
+                for job, out in zip(futures[fut], fut.result()):
+                    outcomes[index[id(job)]] = out
+                if checkpoint is not None and not all(outcomes):
+                    done = [i for i, o in enumerate(outcomes) if o is not None]
+                    checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
+        except BrokenProcessPool:
+            # a worker died (the OOM killer, a kill from outside): a fault, not the batch's end. Its pool
+            # cannot go on; what the parts done gave stands, the rest is recorded as not reduced, and why
+            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_workers(Path(shared))
+            say("reduce: a worker process died (killed from outside, or out of memory); the scripts of the parts "
+                "not done are recorded as not reduced")
+            for k, o in enumerate(outcomes):
+                if o is None:
+                    job = ordered[k]
+                    outcomes[k] = Outcome(job.script.name, job.cell, len(_text(job.script).splitlines()),
+                                          refused="not reduced: a -j worker process died (killed from outside, "
+                                                  "or out of memory) before its part was done; reduce it again")
+        except BaseException:
+            # Ctrl-C, SIGTERM: no part may start after it (the executor's shutdown waited for every queued
+            # part: hours on a default run), and the parts running stop now
+            pool.shutdown(wait=False, cancel_futures=True)
+            _stop_workers(Path(shared))
+            raise
+        else:
+            pool.shutdown(wait=True)
     return [o for o in outcomes if o is not None]
+
+
+def _worker_start(shared: Path) -> None:
+    """A -j worker's start: it dies with the harness (the parent-death signal), a signal kills its fork
+    servers (their candidates die with them) and ends it at once, and it leaves its pid in the batch's
+    shared folder for _stop_workers."""
+    import signal
+
+    from harness import lifeline
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _worker_signal)
+    lifeline.set_parent_death_signal(signal.SIGTERM)
+    (shared / f"worker-{os.getpid()}").touch()
+
+
+def _worker_signal(signum: int, _frame: object) -> None:
+    from harness import lifeline
+
+    # No unwinding: the servers' groups are killed here, each candidate dies with its server, and the
+    # worker may be blocked on the executor's queue lock, where a raise would leave it to the others.
+    lifeline.kill_all()
+    os._exit(128 + signum)
+
+
+def _part(part: list[Job], budget_s: float | None, shared: Path) -> list[Outcome]:
+    """One part, in a -j worker."""
+    return _reduce_in_order(part, budget_s, print, None, shared)
+
+
+STOP_GRACE_S = 10.0  # a worker's time to go after SIGTERM, before SIGKILL
+
+
+def _stop_workers(shared: Path) -> None:
+    """SIGTERM to each worker of the batch (the pids they left in its shared folder), SIGKILL to one still
+    there after STOP_GRACE_S."""
+    import signal
+
+    pids = [int(n) for n in (p.name.removeprefix("worker-") for p in shared.glob("worker-*")) if n.isdigit()]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass  # gone already
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline and any(_running(p) for p in pids):
+            time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    """Whether pid is a process that has not ended (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:

@@ -330,7 +330,7 @@ def test_stopping_reduce_j2_ends_its_workers_and_their_fork_servers_and_starts_n
         for p in left:
             os.kill(p, signal.SIGKILL)
     assert proc.returncode == 128 + sig, out[-2000:]
-    started = [ln.split()[1] for ln in out.splitlines() if ln.startswith("reduce ")]
+    started = [ln.split("] reduce ")[1].split()[0] for ln in out.splitlines() if "] reduce " in ln]
     assert sorted(started) == ["jax053-cpu__s_numpy.py", "jax060-cpu__s_jax.py"], out[-2000:]  # the third never
     assert "Traceback" not in out, out[-2000:]
 

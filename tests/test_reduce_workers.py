@@ -236,3 +236,18 @@ def test_a_case_another_process_is_reducing_waits_for_its_seed_at_the_end_of_the
     assert order == [jobs[1].script.name, jobs[2].script.name, jobs[0].script.name]
     assert [o.script for o in outs] == [j.script.name for j in jobs]  # the outcomes in the part's order
     assert [p.name for p in tmp_path.glob("claim-*")] == [f"claim-{batch._case_key(jobs[0])}-1"]  # its own, gone
+
+
+def test_each_scripts_first_line_says_how_far_its_part_is(tmp_path, monkeypatch):
+    """A default run's reduction is hours: each script's first line names its cell and its place in the part."""
+    import harness.reduce.batch as batch
+    from harness.reduce.batch import Outcome
+
+    def fake_one(job, server, budget_s, say, seeds=None):
+        say(f"reduce {job.script.name}")
+        say("  detail")
+        return Outcome(job.script.name, job.cell, 3)
+    monkeypatch.setattr(batch, "_one", fake_one)
+    lines: list[str] = []
+    batch._reduce_in_order(sorted_jobs(_jobs(tmp_path, [(0, 0), (0, 0)])), 5, lines.append)
+    assert lines == ["[nocell0-cpu 1/2] reduce s0.py", "  detail", "[nocell0-cpu 2/2] reduce s1.py", "  detail"]

@@ -177,9 +177,13 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
                                    initializer=_worker_start, initargs=(Path(shared),))
         try:
             futures = {pool.submit(_part, part, budget_s, Path(shared)): part for part in parts}  # the largest first
+            started = time.monotonic()
             for fut in as_completed(futures):
                 for job, out in zip(futures[fut], fut.result()):
                     outcomes[index[id(job)]] = out
+                finished = sum(o is not None for o in outcomes)
+                say(f"reduce: a part of {len(futures[fut])} scripts done ({futures[fut][0].cell}); {finished} of "
+                    f"{len(outcomes)} scripts in {time.monotonic() - started:.0f} s")
                 if checkpoint is not None and not all(outcomes):
                     done = [i for i, o in enumerate(outcomes) if o is not None]
                     checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
@@ -330,7 +334,9 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
                     take_shared(shared, seeds, taken)
                 first = seeds[0] if seeds else None
                 try:
-                    done[i] = _one(job, server, budget_s, say, seeds)
+                    where = f"[{job.cell} {len(done) + 1}/{len(ordered)}] "  # a batch of hours: how far this part is
+                    done[i] = _one(job, server, budget_s, lambda m, w=where: say(w + m if not m.startswith(" ") else m),
+                                   seeds)
                 finally:
                     if claim is not None:
                         claim.unlink(missing_ok=True)

@@ -322,7 +322,8 @@ def test_stopping_reduce_j2_ends_its_workers_and_their_fork_servers_and_starts_n
     proc = _reduce_two_parts_of_three(tmp_path)
     tree = _descendants(proc.pid)
     proc.send_signal(sig)
-    out, _ = proc.communicate(timeout=30)
+    proc.communicate(timeout=30)
+    out = _tail_of(proc)
     left = _gone_within(sorted(tree), 5.0)
     try:
         assert not left, f"still running 5 s after {sig.name} to the harness: {[_command(p) for p in left]}"
@@ -343,19 +344,22 @@ def _command(pid: int) -> str:
         return ""
 
 
-def _reduce_two_parts_of_three(tmp_path: Path) -> subprocess.Popen:
-    """`harness reduce -j 2` on three scripts that sleep (three parts: two cells, two import sets), once
-    both workers have started their first part's fork servers."""
-    scripts = []
+def _reduce_two_parts_of_three(tmp_path: Path, also: list[Path] = ()) -> subprocess.Popen:
+    """`harness reduce -j 2` on three scripts that sleep (three parts: two cells, two import sets) and the
+    scripts `also`, once both workers have started their first part's fork servers; its output goes to
+    tmp_path/out.log."""
+    scripts = list(also)
     for cell, imports in ((CELL, "jax"), (CELL, "numpy"), ("jax053-cpu", "numpy")):
         s = tmp_path / f"{cell}__s_{imports}.py"
         s.write_text(f"import {imports}\nimport time\ntime.sleep(120)\nraise ValueError('never reached')\n")
         scripts.append(s)
+    log = open(tmp_path / "out.log", "w")  # noqa: SIM115 (the child holds it)
     proc = subprocess.Popen([sys.executable, "-m", "harness", "reduce", "-j", "2", *map(str, scripts)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc.log = tmp_path / "out.log"  # type: ignore[attr-defined]
     deadline = time.monotonic() + 240
     while len([p for p in _descendants(proc.pid) if "forkserver.py" in _command(p)]) < 2:
-        assert proc.poll() is None, proc.communicate()
+        assert proc.poll() is None, _tail_of(proc)
         assert time.monotonic() < deadline, "the parts never started their fork servers"
         time.sleep(0.2)
     time.sleep(2)
@@ -370,7 +374,8 @@ def test_a_reduce_worker_killed_from_outside_is_a_recorded_fault_not_a_hang(tmp_
     tree = _descendants(proc.pid)
     worker = next(p for p in tree if "spawn_main" in _command(p))
     os.kill(worker, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=60)
+    proc.communicate(timeout=60)
+    out = _tail_of(proc)
     left = _gone_within(sorted(tree), 5.0)
     try:
         assert not left, f"still running 5 s after a worker was killed: {[_command(p) for p in left]}"
@@ -380,3 +385,28 @@ def test_a_reduce_worker_killed_from_outside_is_a_recorded_fault_not_a_hang(tmp_
     assert proc.returncode == 1, out[-2000:]
     assert "a worker process died" in out and "internal error" not in out and "Traceback" not in out, out[-2000:]
     assert "0 of 3 scripts reduced" in out, out[-2000:]
+
+
+def test_stopping_reduce_j2_writes_what_its_running_parts_finished(tmp_path):
+    """Nothing finished is lost: a part is a whole cell under -j, and a stop used to lose every script its
+    running parts had finished. The quick script of a part still running is written (CASE.min.py) when the
+    harness is stopped."""
+    quick = tmp_path / f"{CELL}__a_quick.py"  # sorted first in its part, before the sleeper
+    quick.write_text("import numpy\nraise ValueError('boom')\n")
+    proc = _reduce_two_parts_of_three(tmp_path, also=[quick])
+    deadline = time.monotonic() + 120
+    out = ""
+    while "a_quick.min.py" not in out:  # the worker's line for it: reduced
+        assert time.monotonic() < deadline, "the quick script was never reduced"
+        time.sleep(0.5)
+        out = _tail_of(proc)
+    tree = _descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    for p in _gone_within(sorted(tree), 5.0):
+        os.kill(p, signal.SIGKILL)
+    assert (tmp_path / f"{CELL}__a_quick.min.py").is_file(), out[-2000:]
+
+
+def _tail_of(proc: subprocess.Popen) -> str:
+    return proc.log.read_text(errors="replace")  # type: ignore[attr-defined]

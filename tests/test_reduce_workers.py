@@ -180,8 +180,8 @@ def test_a_reduction_published_by_one_process_is_a_seed_in_another(tmp_path):
 
     red = _reduction("f(0)", "boom N")
     name = publish_seed(tmp_path, red)
-    (tmp_path / "junk.json").write_text('{"facts": 1}')  # not a reduction: skipped, never raised
-    (tmp_path / "half.json").write_text('{"facts": {')
+    (tmp_path / "seed-junk.json").write_text('{"facts": 1}')  # not a reduction: skipped, never raised
+    (tmp_path / "seed-half.json").write_text('{"facts": {')
     seeds: list = []
     taken: set[str] = set()
     take_shared(tmp_path, seeds, taken)
@@ -211,7 +211,8 @@ def test_each_part_takes_the_other_parts_reductions_before_each_script(tmp_path,
     publish_seed(tmp_path, _reduction("theirs()", "other N"))
     batch._reduce_in_order(sorted_jobs(jobs), 5, lambda m: None, None, tmp_path)
     assert given == [["theirs()"], ["mine(1)", "theirs()"]]
-    assert len(list(tmp_path.glob("*.json"))) == 3  # theirs, and this part's two, for the others
+    assert len(list(tmp_path.glob("seed-*.json"))) == 3  # theirs, and this part's two, for the others
+    assert len(list(tmp_path.glob("outcome-*.json"))) == 2  # each script's outcome, for the harness's checkpoints
 
 
 def test_a_case_another_process_is_reducing_waits_for_its_seed_at_the_end_of_the_part(tmp_path, monkeypatch):
@@ -251,3 +252,17 @@ def test_each_scripts_first_line_says_how_far_its_part_is(tmp_path, monkeypatch)
     lines: list[str] = []
     batch._reduce_in_order(sorted_jobs(_jobs(tmp_path, [(0, 0), (0, 0)])), 5, lines.append)
     assert lines == ["[nocell0-cpu 1/2] reduce s0.py", "  detail", "[nocell0-cpu 2/2] reduce s1.py", "  detail"]
+
+
+def test_a_workers_finished_scripts_reach_the_harness_before_its_part_ends(tmp_path):
+    """Under -j a part is a whole cell (an hour of a default run): each finished script's outcome is published
+    at once, and the harness takes it into its checkpoints (and into what a stop writes)."""
+    from harness.reduce.batch import Outcome, publish_outcome, take_outcomes
+
+    jobs = sorted_jobs(_jobs(tmp_path, [(0, 0), (0, 0)]))
+    out = Outcome(jobs[1].script.name, jobs[1].cell, 9, lines_after=3, text="raise SystemExit(1)\n", source="x")
+    publish_outcome(tmp_path, jobs[1], out)
+    (tmp_path / "outcome-junk.json").write_text('{"path": 1}')
+    outcomes: list = [None, None]
+    take_outcomes(tmp_path, {str(j.script): i for i, j in enumerate(jobs)}, outcomes)
+    assert outcomes == [None, out] and outcomes[1].text == out.text

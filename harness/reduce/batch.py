@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -161,7 +161,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
     if len(parts) <= 1:
         return _reduce_in_order(ordered, budget_s, say, checkpoint)
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
     index = {id(j): i for i, j in enumerate(ordered)}
@@ -175,36 +175,50 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
         # its pid in the shared folder, for the stop below
         pool = ProcessPoolExecutor(min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_start, initargs=(Path(shared),))
+        by_script = {str(j.script): i for i, j in enumerate(ordered)}
+
+        def save() -> None:
+            """Checkpoint everything finished: the parts done and the running parts' scripts done so far."""
+            take_outcomes(Path(shared), by_script, outcomes)
+            done = [i for i, o in enumerate(outcomes) if o is not None]
+            if checkpoint is not None and done:
+                checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
+
         try:
             futures = {pool.submit(_part, part, budget_s, Path(shared)): part for part in parts}  # the largest first
-            started = time.monotonic()
-            for fut in as_completed(futures):
-                for job, out in zip(futures[fut], fut.result()):
-                    outcomes[index[id(job)]] = out
-                finished = sum(o is not None for o in outcomes)
-                say(f"reduce: a part of {len(futures[fut])} scripts done ({futures[fut][0].cell}); {finished} of "
-                    f"{len(outcomes)} scripts in {time.monotonic() - started:.0f} s")
-                if checkpoint is not None and not all(outcomes):
-                    done = [i for i, o in enumerate(outcomes) if o is not None]
-                    checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
+            started = last = time.monotonic()
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=CHECKPOINT_S, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    for job, out in zip(futures[fut], fut.result()):
+                        outcomes[index[id(job)]] = out
+                    say(f"reduce: a part of {len(futures[fut])} scripts done ({futures[fut][0].cell}); "
+                        f"{sum(o is not None for o in outcomes)} of {len(outcomes)} scripts in "
+                        f"{time.monotonic() - started:.0f} s")
+                if pending and (finished or time.monotonic() - last >= CHECKPOINT_S):
+                    save()
+                    last = time.monotonic()
         except BrokenProcessPool:
             # a worker died (the OOM killer, a kill from outside): a fault, not the batch's end. Its pool
-            # cannot go on; what the parts done gave stands, the rest is recorded as not reduced, and why
+            # cannot go on; what the workers finished stands, the rest is recorded as not reduced, and why
             pool.shutdown(wait=False, cancel_futures=True)
             _stop_workers(Path(shared))
-            say("reduce: a worker process died (killed from outside, or out of memory); the scripts of the parts "
-                "not done are recorded as not reduced")
+            take_outcomes(Path(shared), by_script, outcomes)
+            say("reduce: a worker process died (killed from outside, or out of memory); the scripts not done "
+                "are recorded as not reduced")
             for k, o in enumerate(outcomes):
                 if o is None:
                     job = ordered[k]
                     outcomes[k] = Outcome(job.script.name, job.cell, len(_text(job.script).splitlines()),
                                           refused="not reduced: a -j worker process died (killed from outside, "
-                                                  "or out of memory) before its part was done; reduce it again")
+                                                  "or out of memory) before it was done; reduce it again")
         except BaseException:
             # Ctrl-C, SIGTERM: no part may start after it (the executor's shutdown waited for every queued
-            # part: hours on a default run), and the parts running stop now
+            # part: hours on a default run), the parts running stop now, and what they finished is written
             pool.shutdown(wait=False, cancel_futures=True)
             _stop_workers(Path(shared))
+            save()
             raise
         else:
             pool.shutdown(wait=True)
@@ -341,17 +355,46 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
                     if claim is not None:
                         claim.unlink(missing_ok=True)
                 outcomes.append(done[i])
-                if shared is not None and seeds and seeds[0] is not first:
-                    taken.add(publish_seed(shared, seeds[0]))
+                if shared is not None:
+                    publish_outcome(shared, job, done[i])
+                    if seeds and seeds[0] is not first:
+                        taken.add(publish_seed(shared, seeds[0]))
                 if checkpoint is not None and queue and time.monotonic() - last >= CHECKPOINT_S:
                     kept = sorted(done)
                     checkpoint([ordered[k] for k in kept], [done[k] for k in kept])
                     last = time.monotonic()
+        except BaseException:
+            if checkpoint is not None and done:  # Ctrl-C, SIGTERM: what is finished is written before it ends
+                kept = sorted(done)
+                checkpoint([ordered[k] for k in kept], [done[k] for k in kept])
+            raise
         finally:
             for s in servers.values():
                 s.close()
     return [done[i] for i in sorted(done)]
     return outcomes
+
+
+def publish_outcome(shared: Path, job: Job, out: Outcome) -> None:
+    """A worker's finished script, for the harness to checkpoint before the part is done (a part is a whole
+    cell: an hour of a default run's reduction)."""
+    from harness.safeio import atomic_write
+
+    record = {"path": str(job.script), **asdict(out)}
+    atomic_write(shared / f"outcome-{os.getpid()}-{time.monotonic_ns()}.json", json.dumps(record), durable=False)
+
+
+def take_outcomes(shared: Path, by_script: dict[str, int], outcomes: list[Outcome | None]) -> None:
+    """Fill in the outcomes the workers published (by their script's path) that are not there yet."""
+    names = {f.name for f in fields(Outcome)}
+    for path in shared.glob("outcome-*.json"):
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            k = by_script.get(str(d.pop("path")))
+            if k is not None and outcomes[k] is None and set(d) == names:
+                outcomes[k] = Outcome(**d)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
 
 
 def _case_key(job: Job) -> str:
@@ -383,7 +426,7 @@ def publish_seed(shared: Path, red: Reduction) -> str:
 
     record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
               "env_dropped": red.env_dropped}
-    name = f"{os.getpid()}-{time.monotonic_ns()}.json"
+    name = f"seed-{os.getpid()}-{time.monotonic_ns()}.json"
     atomic_write(shared / name, json.dumps(record), durable=False)
     return name
 
@@ -392,7 +435,7 @@ def take_shared(shared: Path, seeds: list, taken: set[str]) -> None:
     """The other processes' reductions published since the last look, put first among the seeds (the
     latest first). A file that does not read as one is skipped: a seed is only ever a first candidate,
     run and judged by the predicate like any other."""
-    new = sorted((p for p in shared.glob("*.json") if p.name not in taken), key=lambda p: p.stat().st_mtime_ns)
+    new = sorted((p for p in shared.glob("seed-*.json") if p.name not in taken), key=lambda p: p.stat().st_mtime_ns)
     for path in new:
         taken.add(path.name)
         try:

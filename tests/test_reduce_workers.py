@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.reduce.batch import Job, parts_for_workers, reduce_jobs, sorted_jobs
 from harness.reduce.server import heavy_imports
+from harness.reduce.shared import _key
 
 _IMPORTS = ("import jax\n", "import torch\nimport jax\n", "import numpy\n")
 
@@ -176,7 +177,7 @@ def _reduction(body: str, message: str):
 def test_a_reduction_published_by_one_process_is_a_seed_in_another(tmp_path):
     """-j N: each part is one cell, so the same case failing the same way in another cell is seeded only
     through the shared folder; a seed read back equals the one written (its signature compares equal)."""
-    from harness.reduce.batch import publish_seed, take_shared
+    from harness.reduce.shared import publish_seed, take_seeds
 
     red = _reduction("f(0)", "boom N")
     name = publish_seed(tmp_path, red)
@@ -184,13 +185,13 @@ def test_a_reduction_published_by_one_process_is_a_seed_in_another(tmp_path):
     (tmp_path / "seed-half.json").write_text('{"facts": {')
     seeds: list = []
     taken: set[str] = set()
-    take_shared(tmp_path, seeds, taken)
+    take_seeds(tmp_path, seeds, taken)
     assert len(seeds) == 1 and seeds[0].signature == red.signature and seeds[0].body == "f(0)"
     assert seeds[0].env_dropped == ["JAX_PLATFORMS"] and name in taken
-    take_shared(tmp_path, seeds, taken)  # read once
+    take_seeds(tmp_path, seeds, taken)  # read once
     assert len(seeds) == 1
     publish_seed(tmp_path, red)  # the same reduction again (another process reached it too): no duplicate
-    take_shared(tmp_path, seeds, taken)
+    take_seeds(tmp_path, seeds, taken)
     assert len(seeds) == 1
 
 
@@ -198,7 +199,8 @@ def test_each_part_takes_the_other_parts_reductions_before_each_script(tmp_path,
     """_reduce_in_order with a shared folder: a reduction another process published is among the seeds the
     next script gets, and this process's own reductions are published for the others."""
     import harness.reduce.batch as batch
-    from harness.reduce.batch import Outcome, publish_seed
+    from harness.reduce.batch import Outcome
+    from harness.reduce.shared import publish_seed
 
     given: list[list[str]] = []
 
@@ -226,17 +228,17 @@ def test_a_case_another_process_is_reducing_waits_for_its_seed_at_the_end_of_the
 
     def fake_one(job, server, budget_s, say, seeds=None):
         order.append(job.script.name)
-        assert [p.name for p in tmp_path.glob(f"claim-*-{os.getpid()}")] == [f"claim-{batch._case_key(job)}-{os.getpid()}"]
+        assert [p.name for p in tmp_path.glob(f"claim-*-{os.getpid()}")] == [f"claim-{_key(job.case_id)}-{os.getpid()}"]
         return Outcome(job.script.name, job.cell, 3)
     monkeypatch.setattr(batch, "_one", fake_one)
     jobs = sorted_jobs(_jobs(tmp_path, [(0, 0), (0, 0), (0, 0)]))
     for j, case in zip(jobs, ("a", "b", "c")):
         j.case_id = f"suites/x.py::t[{case}]"
-    (tmp_path / f"claim-{batch._case_key(jobs[0])}-1").touch()  # process 1 reduces case a in another cell
+    (tmp_path / f"claim-{_key(jobs[0].case_id)}-1").touch()  # process 1 reduces case a in another cell
     outs = batch._reduce_in_order(jobs, 5, lambda m: None, None, tmp_path)
     assert order == [jobs[1].script.name, jobs[2].script.name, jobs[0].script.name]
     assert [o.script for o in outs] == [j.script.name for j in jobs]  # the outcomes in the part's order
-    assert [p.name for p in tmp_path.glob("claim-*")] == [f"claim-{batch._case_key(jobs[0])}-1"]  # its own, gone
+    assert [p.name for p in tmp_path.glob("claim-*")] == [f"claim-{_key(jobs[0].case_id)}-1"]  # its own, gone
 
 
 def test_each_scripts_first_line_says_how_far_its_part_is(tmp_path, monkeypatch):
@@ -256,13 +258,16 @@ def test_each_scripts_first_line_says_how_far_its_part_is(tmp_path, monkeypatch)
 
 def test_a_workers_finished_scripts_reach_the_harness_before_its_part_ends(tmp_path):
     """Under -j a part is a whole cell (an hour of a default run): each finished script's outcome is published
-    at once, and the harness takes it into its checkpoints (and into what a stop writes)."""
-    from harness.reduce.batch import Outcome, publish_outcome, take_outcomes
+    at once, read back whole, once, and a file that is not one is skipped."""
+    from dataclasses import asdict
 
-    jobs = sorted_jobs(_jobs(tmp_path, [(0, 0), (0, 0)]))
-    out = Outcome(jobs[1].script.name, jobs[1].cell, 9, lines_after=3, text="raise SystemExit(1)\n", source="x")
-    publish_outcome(tmp_path, jobs[1], out)
-    (tmp_path / "outcome-junk.json").write_text('{"path": 1}')
-    outcomes: list = [None, None]
-    take_outcomes(tmp_path, {str(j.script): i for i, j in enumerate(jobs)}, outcomes)
-    assert outcomes == [None, out] and outcomes[1].text == out.text
+    from harness.reduce.batch import Outcome
+    from harness.reduce.shared import publish_outcome, take_outcomes
+
+    out = Outcome("a.py", "c-cpu", 9, lines_after=3, text="raise SystemExit(1)\n", source="x")
+    publish_outcome(tmp_path, tmp_path / "a.py", asdict(out))
+    (tmp_path / "outcome-junk.json").write_text('{"path": 1')
+    read: set[str] = set()
+    got = take_outcomes(tmp_path, read)
+    assert [(p, Outcome(**r)) for p, r in got] == [(str(tmp_path / "a.py"), out)]
+    assert take_outcomes(tmp_path, read) == []  # read once

@@ -10,6 +10,11 @@ the check the run failed) is minimal by construction: it is run once in its cell
 it must fail, with the known issue's match where there is one) and recorded as such, not searched.
 The others are reduced by cell, then known issue, so one reduction of an issue seeds the next script
 with the same signature.
+
+Under -j N, N worker processes each reduce whole parts (a cell and its set of heavy imports) and tell
+each other and the harness what they do through the batch's shared folder (harness.reduce.shared:
+seeds, claims, finished outcomes); a signal stops them all at once, a worker that dies is a recorded
+fault, and what was finished is written either way.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ from harness.errors import UserError
 from harness.reduce.checks import ORACLE
 from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
-from harness.reduce.reducer import NotReducible, Reduction, reduce_script
+from harness.reduce import shared as folder
+from harness.reduce.reducer import NotReducible, reduce_script
 from harness.reduce.script import split_script
 from harness.reduce.server import ForkServer, heavy_imports
-from harness.reduce.signature import Signature
 
 _TORCH = {"torch", "torch_xla", "torchax"}
 MAX_CONTRAST = 2  # cells where the case passes that the reduced script is checked in (the search uses the first)
@@ -176,10 +181,22 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
         pool = ProcessPoolExecutor(min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_start, initargs=(Path(shared),))
         by_script = {str(j.script): i for i, j in enumerate(ordered)}
+        read: set[str] = set()
+
+        def take() -> None:
+            """The outcomes the workers published since the last look (the running parts' scripts done)."""
+            names = {f.name for f in fields(Outcome)}
+            for script, record in folder.take_outcomes(Path(shared), read):
+                k = by_script.get(script)
+                if k is not None and outcomes[k] is None and set(record) == names:
+                    try:
+                        outcomes[k] = Outcome(**record)
+                    except TypeError:
+                        continue
 
         def save() -> None:
             """Checkpoint everything finished: the parts done and the running parts' scripts done so far."""
-            take_outcomes(Path(shared), by_script, outcomes)
+            take()
             done = [i for i, o in enumerate(outcomes) if o is not None]
             if checkpoint is not None and done:
                 checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
@@ -203,8 +220,8 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
             # a worker died (the OOM killer, a kill from outside): a fault, not the batch's end. Its pool
             # cannot go on; what the workers finished stands, the rest is recorded as not reduced, and why
             pool.shutdown(wait=False, cancel_futures=True)
-            _stop_workers(Path(shared))
-            take_outcomes(Path(shared), by_script, outcomes)
+            folder.stop_workers(Path(shared))
+            take()
             say("reduce: a worker process died (killed from outside, or out of memory); the scripts not done "
                 "are recorded as not reduced")
             for k, o in enumerate(outcomes):
@@ -217,7 +234,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
             # Ctrl-C, SIGTERM: no part may start after it (the executor's shutdown waited for every queued
             # part: hours on a default run), the parts running stop now, and what they finished is written
             pool.shutdown(wait=False, cancel_futures=True)
-            _stop_workers(Path(shared))
+            folder.stop_workers(Path(shared))
             save()
             raise
         else:
@@ -228,7 +245,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
 def _worker_start(shared: Path) -> None:
     """A -j worker's start: it dies with the harness (the parent-death signal), a signal kills its fork
     servers (their candidates die with them) and ends it at once, and it leaves its pid in the batch's
-    shared folder for _stop_workers."""
+    shared folder (harness.reduce.shared.stop_workers)."""
     import signal
 
     from harness import lifeline
@@ -236,7 +253,7 @@ def _worker_start(shared: Path) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _worker_signal)
     lifeline.set_parent_death_signal(signal.SIGTERM)
-    (shared / f"worker-{os.getpid()}").touch()
+    folder.register_worker(shared)
 
 
 def _worker_signal(signum: int, _frame: object) -> None:
@@ -251,35 +268,6 @@ def _worker_signal(signum: int, _frame: object) -> None:
 def _part(part: list[Job], budget_s: float | None, shared: Path) -> list[Outcome]:
     """One part, in a -j worker."""
     return _reduce_in_order(part, budget_s, print, None, shared)
-
-
-STOP_GRACE_S = 10.0  # a worker's time to go after SIGTERM, before SIGKILL
-
-
-def _stop_workers(shared: Path) -> None:
-    """SIGTERM to each worker of the batch (the pids they left in its shared folder), SIGKILL to one still
-    there after STOP_GRACE_S."""
-    import signal
-
-    pids = [int(n) for n in (p.name.removeprefix("worker-") for p in shared.glob("worker-*")) if n.isdigit()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass  # gone already
-        deadline = time.monotonic() + STOP_GRACE_S
-        while time.monotonic() < deadline and any(_running(p) for p in pids):
-            time.sleep(0.05)
-
-
-def _running(pid: int) -> bool:
-    """Whether pid is a process that has not ended (a zombie has)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:
@@ -337,15 +325,15 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
                 job = ordered[i]
                 claim = None
                 if shared is not None and job.minimal is None:
-                    if i not in deferred and claimed_elsewhere(shared, job):
+                    if i not in deferred and folder.claimed_elsewhere(shared, _case_of(job)):
                         # another process is reducing this case (another cell) right now: its reduction will
                         # be this script's seed, so this one waits, once, at the end of the part
                         deferred.add(i)
                         queue.append(i)
                         continue
-                    claim = claim_case(shared, job)
+                    claim = folder.claim(shared, _case_of(job))
                 if shared is not None:
-                    take_shared(shared, seeds, taken)
+                    folder.take_seeds(shared, seeds, taken)
                 first = seeds[0] if seeds else None
                 try:
                     where = f"[{job.cell} {len(done) + 1}/{len(ordered)}] "  # a batch of hours: how far this part is
@@ -356,9 +344,9 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
                         claim.unlink(missing_ok=True)
                 outcomes.append(done[i])
                 if shared is not None:
-                    publish_outcome(shared, job, done[i])
+                    folder.publish_outcome(shared, job.script, asdict(done[i]))
                     if seeds and seeds[0] is not first:
-                        taken.add(publish_seed(shared, seeds[0]))
+                        taken.add(folder.publish_seed(shared, seeds[0]))
                 if checkpoint is not None and queue and time.monotonic() - last >= CHECKPOINT_S:
                     kept = sorted(done)
                     checkpoint([ordered[k] for k in kept], [done[k] for k in kept])
@@ -372,80 +360,11 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
             for s in servers.values():
                 s.close()
     return [done[i] for i in sorted(done)]
-    return outcomes
 
 
-def publish_outcome(shared: Path, job: Job, out: Outcome) -> None:
-    """A worker's finished script, for the harness to checkpoint before the part is done (a part is a whole
-    cell: an hour of a default run's reduction)."""
-    from harness.safeio import atomic_write
-
-    record = {"path": str(job.script), **asdict(out)}
-    atomic_write(shared / f"outcome-{os.getpid()}-{time.monotonic_ns()}.json", json.dumps(record), durable=False)
-
-
-def take_outcomes(shared: Path, by_script: dict[str, int], outcomes: list[Outcome | None]) -> None:
-    """Fill in the outcomes the workers published (by their script's path) that are not there yet."""
-    names = {f.name for f in fields(Outcome)}
-    for path in shared.glob("outcome-*.json"):
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-            k = by_script.get(str(d.pop("path")))
-            if k is not None and outcomes[k] is None and set(d) == names:
-                outcomes[k] = Outcome(**d)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-
-
-def _case_key(job: Job) -> str:
-    """What a claim names: the case (its id, else the script's name less its cell), hashed to a file name."""
-    import hashlib
-
-    case = job.case_id or job.script.name.partition("__")[2] or job.script.name
-    return hashlib.sha256(case.encode("utf-8", "replace")).hexdigest()[:24]
-
-
-def claim_case(shared: Path, job: Job) -> Path:
-    """Say in the batch's shared folder that this process is reducing the job's case now (a file, removed
-    when done)."""
-    path = shared / f"claim-{_case_key(job)}-{os.getpid()}"
-    path.touch()
-    return path
-
-
-def claimed_elsewhere(shared: Path, job: Job) -> bool:
-    """Whether another process of the batch is reducing the job's case now."""
-    mine = f"-{os.getpid()}"
-    return any(not p.name.endswith(mine) for p in shared.glob(f"claim-{_case_key(job)}-*"))
-
-
-def publish_seed(shared: Path, red: Reduction) -> str:
-    """Write one reduction into the batch's shared folder (whole, by rename) for the other processes; its
-    file name."""
-    from harness.safeio import atomic_write
-
-    record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
-              "env_dropped": red.env_dropped}
-    name = f"seed-{os.getpid()}-{time.monotonic_ns()}.json"
-    atomic_write(shared / name, json.dumps(record), durable=False)
-    return name
-
-
-def take_shared(shared: Path, seeds: list, taken: set[str]) -> None:
-    """The other processes' reductions published since the last look, put first among the seeds (the
-    latest first). A file that does not read as one is skipped: a seed is only ever a first candidate,
-    run and judged by the predicate like any other."""
-    new = sorted((p for p in shared.glob("seed-*.json") if p.name not in taken), key=lambda p: p.stat().st_mtime_ns)
-    for path in new:
-        taken.add(path.name)
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-            red = Reduction({str(k): str(v) for k, v in d["facts"].items()}, {str(k): str(v) for k, v in d["env"].items()},
-                            str(d["body"]), Signature(**d["signature"]), env_dropped=[str(n) for n in d["env_dropped"]])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-        if all(x.body != red.body or x.signature != red.signature for x in seeds):
-            seeds.insert(0, red)
+def _case_of(job: Job) -> str:
+    """The case a job reduces (its id, else the script's name less its cell): what a claim names."""
+    return job.case_id or job.script.name.partition("__")[2] or job.script.name
 
 
 def _installs(name: str, modules: list[str]) -> bool:

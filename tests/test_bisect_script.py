@@ -52,7 +52,9 @@ def test_exit_status_and_import_errors_map_to_answers(prober, body, answer):
 def test_the_script_runs_isolated_from_this_checkout(prober, tmp_path):
     # (this interpreter has the project installed editable; a cell env does not: only the path is checked)
     repo = str(Path(__file__).resolve().parent.parent)
-    body = ("import sys, os\nassert not [p for p in sys.path if p.startswith(%r) or p in ('', '.')], sys.path\n"
+    # the interpreter's own site-packages may lie in the checkout (the README's `python3 -m venv .venv`)
+    body = ("import sys, os\nassert not [p for p in sys.path if (p.startswith(%r) and not p.startswith(sys.prefix))"
+            " or p in ('', '.')], sys.path\n"
             "assert not os.getcwd().startswith(%r)\nprint('isolated')\n" % (repo, repo))
     ans = prober(body).probe("0.6.0")
     assert ans.answer == GOOD, ans.message

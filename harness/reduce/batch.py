@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -267,7 +268,14 @@ def _worker_signal(signum: int, _frame: object) -> None:
 
 def _part(part: list[Job], budget_s: float | None, shared: Path) -> list[Outcome]:
     """One part, in a -j worker."""
-    return _reduce_in_order(part, budget_s, print, None, shared)
+    return _reduce_in_order(part, budget_s, _whole_line, None, shared)
+
+
+def _whole_line(message: str) -> None:
+    """A worker's line, written whole: the workers and the harness share one stdout (a file or a pipe,
+    block-buffered), and a line flushed in pieces ran into another process's."""
+    sys.stdout.write(message + "\n")
+    sys.stdout.flush()
 
 
 def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:

@@ -214,6 +214,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
                     say(f"reduce: a part of {len(futures[fut])} scripts done ({futures[fut][0].cell}); "
                         f"{sum(o is not None for o in outcomes)} of {len(outcomes)} scripts in "
                         f"{time.monotonic() - started:.0f} s")
+                    sys.stdout.flush()  # whole, before a worker's next line
                 if pending and (finished or time.monotonic() - last >= CHECKPOINT_S):
                     save()
                     last = time.monotonic()

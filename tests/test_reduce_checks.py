@@ -308,3 +308,30 @@ def test_the_bridge_calls_a_checked_value_came_through_stay_however_far_back():
         {"torch.testing.assert_close(g, w, msg=lambda m: f'output {n}: {m}')": 1})))
     check_stmt = [n for n in ast.walk(unrolled) if isinstance(n, ast.Expr) and "assert_close" in ast.unparse(n)]
     assert frozen.calls <= held_calls(unrolled, check_stmt)
+
+
+def test_a_raise_in_a_branch_the_run_never_took_is_no_precondition():
+    """Had an unconditional `raise` before the failure run, it would have been the failure: it is not frozen
+    (an op script's torch-refuses branch, whose `raise AssertionError` reads `got`, froze a binding of `got`
+    after the failure, and every candidate, the script itself printed again, was rejected unrun)."""
+    script = textwrap.dedent('''\
+        import torchax
+        try:
+            want = 1
+        except Exception as exc:
+            raised = exc
+            got = torchax.f()
+            raise AssertionError(f'torch raised {raised}, torchax returned {got}')
+        got = torchax.interop.jax_jit(g)(want)
+        if got is None:
+            raise ValueError('the if judged its condition: a precondition')
+        assert got == want, 'the failing check'
+        got = torchax.g(got)
+        ''')
+    lines = script.splitlines()
+    failing = next(i + 1 for i, line in enumerate(lines) if "the failing check" in line)
+    frozen = frozen_checks(script, [failing])
+    assert set(frozen.statements) == {"if got is None: raise ValueError('the if judged its condition: a precondition')",
+                                      "assert got == want, 'the failing check'"}
+    cut = "\n".join(lines[:failing]) + "\n"  # what truncate leaves: nothing after the failure
+    assert not lacks(ast.parse(cut), frozen)

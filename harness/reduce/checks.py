@@ -166,6 +166,7 @@ def _ran_checks(tree: ast.Module, frames: list[int], checks: _Checks) -> list[as
     frame's own statement where it is a check (the scenario's call from the main block is not: it is
     a frame of its own, read statement by statement)."""
     out: list[ast.stmt] = []
+    parents = parents_of(tree)
     for i, line in enumerate(frames):
         scope, stmt = _innermost(tree, line)
         if stmt is None:
@@ -173,11 +174,21 @@ def _ran_checks(tree: ast.Module, frames: list[int], checks: _Checks) -> list[as
         innermost = i == len(frames) - 1
         for s in _own_statements(scope):
             if s.lineno < stmt.lineno and not isinstance(s, _DEFS) and s.end_lineno is not None \
-                    and s.end_lineno < stmt.lineno and checks.is_check(s):
+                    and s.end_lineno < stmt.lineno and checks.is_check(s) and not _never_ran(s, parents):
                 out.append(s)
         if checks.is_check(stmt, helpers=innermost):
             out.append(stmt)
     return out
+
+
+def _never_ran(stmt: ast.stmt, parents: dict[ast.AST, ast.AST]) -> bool:
+    """A `raise` before the failure that is not the check of an `if` (`if c: raise`, where the condition
+    was judged): had it run, it would have been the failure, so it is no precondition (an op script's
+    `raise AssertionError` in the branch taken only where torch refuses the sample, a branch this run
+    never took: frozen with what it reads, it held a statement after the failure, and every candidate
+    was rejected unrun)."""
+    parent = parents.get(stmt)
+    return isinstance(stmt, ast.Raise) and not (isinstance(parent, ast.If) and stmt in parent.body)
 
 
 def _top_definitions(tree: ast.Module) -> dict[str, list[ast.stmt]]:
@@ -229,7 +240,9 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
                                                   else statement_text(s, parents.get(s))] if t)
     headers = _loop_headers(ran, parents)
     statements.update(statement_text(h, parents.get(h)) for h in headers)
-    defined = _top_definitions(tree)
+    # what starts after the module's line that was running (the outermost frame) never ran before the failure
+    until = frames[0] if frames else None
+    defined = {name: [d for d in ds if until is None or d.lineno <= until] for name, ds in _top_definitions(tree).items()}
     read = set().union(*(_referenced(s, checks) for s in ran))
     todo = read.union(*(_referenced(h.iter, checks) for h in headers))
     frozen: dict[int, ast.stmt] = {}
@@ -242,7 +255,8 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     operands = frozenset(read - set(defined))
     written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
     inputs = Counter(ast.unparse(a) for a in _inputs([*ran, *headers], parents))
-    calls, bridged = held_calls(tree, [*ran, *headers]), bridged_functions(tree, [*ran, *headers])
+    calls = held_calls(tree, [*ran, *headers], until)
+    bridged = bridged_functions(tree, [*ran, *headers], until=until)
     return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written,
                   frozenset(calls), Counter(ast.unparse(d) for d in bridged))
 
@@ -294,9 +308,11 @@ def _binders(tree: ast.Module) -> dict[str, list[ast.AST]]:
     return out
 
 
-def _slice(tree: ast.Module, checks: Sequence[ast.AST]) -> list[ast.AST]:
-    """The checks and whatever binds a name they read, transitively (flow- and scope-insensitive)."""
-    binders = _binders(tree)
+def _slice(tree: ast.Module, checks: Sequence[ast.AST], until: int | None = None) -> list[ast.AST]:
+    """The checks and whatever binds a name they read, transitively (flow- and scope-insensitive; `until`:
+    only what starts at or before that line)."""
+    binders = {name: [p for p in parts if until is None or getattr(p, "lineno", 0) <= until]
+               for name, parts in _binders(tree).items()}
     seen: dict[int, ast.AST] = {id(c): c for c in checks}
     todo, names = list(checks), set()
     while todo:
@@ -309,12 +325,12 @@ def _slice(tree: ast.Module, checks: Sequence[ast.AST]) -> list[ast.AST]:
     return list(seen.values())
 
 
-def held_calls(tree: ast.Module, checks: Sequence[ast.AST]) -> set[str]:
+def held_calls(tree: ast.Module, checks: Sequence[ast.AST], until: int | None = None) -> set[str]:
     """The calls (as written) the checks' values are computed from: in the checks and in whatever binds
     a name they read, transitively; not those inside the script's own functions (a helper's body is
     the script's to simplify, held whole where a check or a bridge names it) nor calls of them."""
     own = {d.name for d in ast.walk(tree) if isinstance(d, _DEFS)}
-    parts = _slice(tree, checks)
+    parts = _slice(tree, checks, until)
     # a helper's body: a def the checks' values read (not one a check runs in, the scenario's `core`)
     checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks
                   if any(n is c for n in ast.walk(d))}
@@ -328,12 +344,13 @@ def held_calls(tree: ast.Module, checks: Sequence[ast.AST]) -> set[str]:
     return held
 
 
-def bridged_functions(tree: ast.Module, checks: Sequence[ast.AST], packages: Sequence[str] = BRIDGE) -> list[ast.AST]:
+def bridged_functions(tree: ast.Module, checks: Sequence[ast.AST], packages: Sequence[str] = BRIDGE,
+                      until: int | None = None) -> list[ast.AST]:
     """The script's functions that a bridge call the checks' values come through runs (`jax_jit(traced)`,
     `call_jax(f, ...)`: an argument naming one) or that a bridge decorates (`@jax.jit`): what the bridge
     runs is the original's, whole (the op inside `traced` is what a torchax_ops script tests; gutted to
     return its arguments, the comparison failed the same way)."""
-    roots, part_of = _bridge_roots(tree, packages), _slice(tree, checks)
+    roots, part_of = _bridge_roots(tree, packages), _slice(tree, checks, until)
     defs = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
     named: set[str] = set()
     for n in (n for part in part_of for n in ast.walk(part)):

@@ -356,3 +356,39 @@ def test_a_test_of_two_literals_becomes_the_branch_python_takes():
     assert t.fold_constant_tests(_code("if n == 'a':\n    x = 1\n")) == _code("if n == 'a':\n    x = 1\n")
     # a block left empty gets a `pass`
     assert t.fold_constant_tests(_code("def g():\n    if 0 == 1:\n        h()\n")) == _code("def g():\n    pass\n")
+
+
+def test_a_seeded_script_identical_to_its_seed_takes_its_variables_without_fresh_runs(tmp_path):
+    """The same case failing the same way (a sibling case, or -j's seeds): where the seed's script is this
+    very script (the cell, code, variables, failure, contrast cells), the fresh interpreters it ran without
+    each variable would run again to the same end; its finding is taken (a fresh torch_xla interpreter is
+    15-25 s of the 20 s a seeded script took). Another cell's seed is run again."""
+    base = "\n".join(HEADER_LINES) + "\n" + textwrap.dedent("""\
+        CASE = 'suites/x/test_x.py::test_x'
+        CELL = 'a-cpu'
+        import os
+        os.environ.setdefault('NEEDED', '1')
+        os.environ.setdefault('UNNEEDED', 'x')
+        import sys
+        sys.path.insert(0, os.getcwd())
+        import lib
+        data = lib.loads('[1, 2]')
+        print(data)
+        """)
+    sibling = base.replace("test_x'", "test_y'")
+    elsewhere = base.replace("CELL = 'a-cpu'", "CELL = 'b-cpu'")
+    cell = {"NEEDED": "1", "UNNEEDED": "x"}
+    for name, bug in (("bad", ""), ("bad-fresh", ""), ("good-cpu", " and False"), ("good-fresh", " and False")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "lib.py").write_text(LIB.format(bug=bug))
+    with _server(tmp_path, "bad", **cell) as bad, _server(tmp_path, "bad-fresh") as fresh, \
+            _server(tmp_path, "good-cpu", **cell) as good, _server(tmp_path, "good-fresh") as good_fresh:
+        args = dict(contrast=[good], budget_s=60, fresh=fresh, fresh_contrast=[good_fresh])
+        first = reduce_script(base, bad, None, **args)
+        runs = fresh.runs
+        second = reduce_script(sibling, bad, None, seeds=[first], **args)
+        assert second.seeded and fresh.runs == runs  # no fresh interpreter: the seed's finding
+        assert second.env == first.env == {"NEEDED": "1"} and second.env_dropped == ["UNNEEDED"]
+        third = reduce_script(elsewhere, bad, None, seeds=[first], **args)
+        assert third.seeded and fresh.runs > runs  # another cell: its variables are tried again
+        assert third.env == {"NEEDED": "1"}

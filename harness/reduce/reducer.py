@@ -64,6 +64,7 @@ class Reduction:
     env_checked: bool = False  # whether the variables were tried (a fresh interpreter was given and time was left)
     seeded: bool = False  # the search started from an earlier script's reduced code (same signature)
     oracle: str = ""  # what vouched for it beside the signature: "contrast cell", "frozen checks" or "" (the library's error)
+    env_before: dict[str, str] = field(default_factory=dict)  # the variables before any was dropped (the script's)
 
 
 def split_preamble(source: str) -> tuple[str, str]:
@@ -126,7 +127,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(dict(parts.facts), dict(parts.env), ast.unparse(ast.parse(parts.body)), sig,
                     contrast=[c.name for c in every],
-                    oracle="contrast cell" if every else ORACLE if frozen else "")
+                    oracle="contrast cell" if every else ORACLE if frozen else "", env_before=dict(parts.env))
     say(f"signature: {sig.describe()}; candidate timeout {timeout} s; "
         f"must pass in: {', '.join(red.contrast) or 'no contrast cell'}"
         + (f"; {sum(frozen.statements.values())} checks and {sum(frozen.definitions.values())} definitions frozen"
@@ -319,11 +320,28 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     checkpoint()
     if not seen.get(key_of(red.body)) and not keeps(red.body):  # backed out to the code as printed, never run
         raise NotReducible("the script's code, printed again by ast.unparse, does not fail the same way")
-    if fresh is not None and red.env:
+    same = seeded[0] if seeded and _same_program(seeded[0], red) else None
+    if same is not None and red.env:
+        # the seed's very script (its cell, code, variables, failure and contrast cells) was run without the
+        # variables it dropped, in fresh interpreters of these cells: this run would be that run again (a
+        # fresh torch_xla interpreter is 15-25 s of the 20 a seeded script took)
+        red.env_dropped = [n for n in same.env_dropped if n in red.env]
+        red.env = {k: v for k, v in red.env.items() if k not in red.env_dropped}
+        red.env_checked = True
+        say(f"  the variables as the seed's identical script found: without {', '.join(red.env_dropped) or 'none'}")
+    elif fresh is not None and red.env:
         drop_env(red, fresh, fresh_contrast, match, start, budget_s, say, seeded[0].env_dropped if seeded else [],
                  guess_s=first.seconds)
     red.seconds = time.monotonic() - start
     return red
+
+
+def _same_program(seed: Reduction, red: Reduction) -> bool:
+    """Whether red is the seed's script over again: the same cell, code, variables (before either dropped
+    any), signature and contrast cells, and the seed's variables were tried in fresh interpreters."""
+    return (seed.env_checked and seed.facts.get("CELL") == red.facts.get("CELL") and seed.body == red.body
+            and seed.signature == red.signature and seed.contrast == red.contrast
+            and dict(seed.env_before) == dict(red.env))
 
 
 def drop_env(red: Reduction, fresh: ForkServer, fresh_contrast: Sequence[ForkServer], match: str | None,

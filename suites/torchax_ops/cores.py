@@ -556,6 +556,17 @@ def _stale_outs(ref: Any) -> Any:
     return stale(ref) if isinstance(ref, torch.Tensor) else tuple(stale(t) for t in ref)
 
 
+def returns_the_out(returned: Any, out: Any) -> bool:
+    """Whether an eager out= call returned its out= tensors themselves. An out overload whose schema
+    returns nothing (split_with_sizes_copy.out, `-> ()`) returns None in torch as in torchax: that
+    is False here, not an error of this check's own (it once was, a TypeError the run took for
+    torchax's)."""
+    if returned is out:
+        return True
+    return (isinstance(out, tuple) and isinstance(returned, (tuple, list)) and len(returned) == len(out)
+            and all(r is o for r, o in zip(returned, out)))
+
+
 def _out_torchax(env: Any, path: str, info: Any, sample: Any, outs: Any) -> tuple[Any, bool | None]:
     """(the out= tensors after the call, whether the call returned them: None traced) on torchax."""
 
@@ -565,8 +576,7 @@ def _out_torchax(env: Any, path: str, info: Any, sample: Any, outs: Any) -> tupl
         seed(0)
         with env:
             returned = info(*args, **kwargs, out=out)
-        same = returned is out or (isinstance(out, tuple) and all(r is o for r, o in zip(returned, out)))
-        return out, same
+        return out, returns_the_out(returned, out)
 
     def call(tree):
         args, kwargs, out = tree

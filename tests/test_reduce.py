@@ -425,3 +425,46 @@ def test_the_dump_names_the_crashing_threads_frames_outermost_first():
         ''')
     assert frame_lines(dump) == [40, 25]
     assert signature(Run(-8, None, dump, 0.1), "\n" * 24 + "crash()\n" + "\n" * 14 + "core()\n", None).where == "crash()"
+
+
+def test_rest_skips_what_reduce_json_records_and_the_min_outputs(tmp_path):
+    """`harness reduce --rest repro/*.py` finishes a stopped batch: the scripts its reduce.json records
+    (reduced, by construction, refused) and the CASE.min.py outputs the glob brings along are skipped."""
+    import json
+
+    from harness.errors import UserError
+    from harness.reduce.batch import scripts_left
+
+    repro = tmp_path / "repro"
+    repro.mkdir()
+    names = ["c-cpu__done.py", "c-cpu__done.min.py", "c-cpu__built.py", "c-cpu__refused.py", "c-cpu__left.py"]
+    for n in names:
+        (repro / n).write_text("raise SystemExit(1)\n")
+    given = [repro / n for n in names]
+    assert scripts_left(given) == [p for p in given if not p.name.endswith(".min.py")]  # no reduce.json: all of them
+    (repro / "reduce.json").write_text(json.dumps([{"script": "c-cpu__done.py", "lines_after": 5},
+                                                   {"script": "c-cpu__built.py", "by_construction": "dtype"},
+                                                   {"script": "c-cpu__refused.py", "refused": "flaky signature"}]))
+    assert scripts_left(given) == [repro / "c-cpu__left.py"]
+    for bad in ("{not json", json.dumps({"script": "c-cpu__done.py"}), json.dumps([{"script": 3}])):
+        (repro / "reduce.json").write_text(bad)
+        with pytest.raises(UserError, match="not a reduce.json"):
+            scripts_left(given)
+
+
+def test_rest_with_nothing_left_says_so_and_runs_nothing(tmp_path):
+    import json
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    repro = tmp_path / "repro"
+    repro.mkdir()
+    (repro / "jax999-cpu__case.py").write_text("raise SystemExit(1)\n")  # an unknown cell: exit 2 if it were looked at
+    (repro / "reduce.json").write_text(json.dumps([{"script": "jax999-cpu__case.py", "lines_after": 1}]))
+    proc = subprocess.run([sys.executable, "-m", "harness", "reduce", "--rest", str(repro / "jax999-cpu__case.py")],
+                          cwd=repo, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "nothing left" in proc.stdout, proc.stdout + proc.stderr
+    (repro / "reduce.json").write_text("[")
+    proc = subprocess.run([sys.executable, "-m", "harness", "reduce", "--rest", str(repro / "jax999-cpu__case.py")],
+                          cwd=repo, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "not a reduce.json" in proc.stderr

@@ -556,6 +556,35 @@ def write_figures(repro_dir: Path, outcomes: list[Outcome], merge: bool = False)
     atomic_write(path, json.dumps(list(records.values()), indent=1) + "\n", durable=False)
 
 
+def scripts_left(scripts: list[Path]) -> list[Path]:
+    """`harness reduce --rest`: the scripts that repro/reduce.json beside each does not record yet (a
+    batch stopped before them), less the CASE.min.py outputs a glob brings along. A reduce.json that is
+    not a list of records is one line and exit 2: what is left cannot be told."""
+    recorded: dict[Path, set[str]] = {}
+    left = []
+    for script in scripts:
+        if script.name.endswith(".min.py"):
+            continue
+        folder = script.parent
+        if folder not in recorded:
+            recorded[folder] = _recorded(folder / "reduce.json")
+        if script.name not in recorded[folder]:
+            left.append(script)
+    return left
+
+
+def _recorded(path: Path) -> set[str]:
+    if not path.is_file():
+        return set()
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a reduce.json (unreadable: {type(exc).__name__}); what is left cannot be told") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) and isinstance(r.get("script"), str) for r in records):
+        raise UserError(f"{path}: not a reduce.json (a list of records, each naming its script); what is left cannot be told")
+    return {r["script"] for r in records}
+
+
 def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print,
                   workers: int = 1) -> list[Outcome]:
     """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""

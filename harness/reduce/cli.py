@@ -50,6 +50,11 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
                    help="reduce in N processes at once (default 1), each taking whole cells' scripts (a cell "
                         "with many is shared out) with fork servers of its own: about a GB of memory each "
                         "for a torch_xla cell")
+    p.add_argument("--rest", action="store_true",
+                   help="finish a batch that was stopped (a kill, the end of a session): skip each script that "
+                        "repro/reduce.json beside it already records (reduced, minimal by construction or "
+                        "refused; name a refused one without --rest to try it again), and the CASE.min.py "
+                        "files a glob such as repro/*.py brings along")
     p.set_defaults(handler=cmd_reduce)
 
 
@@ -62,13 +67,18 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         recover_set,
         reduce_jobs,
         report_jobs,
+        scripts_left,
         summary,
         write_reductions,
     )
 
+    scripts = scripts_left(args.scripts) if args.rest else args.scripts
+    if not scripts:
+        print(f"reduce: nothing left: reduce.json records each of the {len(args.scripts)} scripts given")
+        return 0
     jobs = []
     known: dict[Path, dict] = {}  # report.json -> its failing results' jobs by script name
-    for script in args.scripts:
+    for script in scripts:
         recover_set(script)
         if not script.is_file() or script.suffix != ".py" or script.name.endswith(".min.py"):
             raise UserError(f"{script}: not a standalone script (repro/CELL__CASE.py)")

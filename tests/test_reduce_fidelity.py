@@ -78,9 +78,19 @@ LONGER: dict[str, tuple[int, str]] = {
     "suites_shard_map_test_properties.py_test_replicated_primal_linearize_transpose_": (
         34, "on the bound: 30 lines unhurried, 25-31 over six batches at load 4-10 (budget-bound compiles)"),
     "suites_torchax_ops_test_modules.py_test_generated_forward_": (
-        50, "the generated module, two steps of its table and extract_jax stay: 48 lines at the budget"),
-    "xla27-cpu__suites_call_jax_test_properties.py_": (50, "the tree-describing helpers the message prints: 43-47"),
+        60, "the generated module, two steps of its table, extract_jax and torchax's t2j / entry-point helpers "
+            "stay: 48 lines at the budget; 58 in the whole default run of 2026-11-29 (forward and buffers, xla27-cpu)"),
+    "xla27-cpu__suites_call_jax_test_properties.py_": (50, "the tree-describing helpers the message prints: 40-47"),
     "xla27-cpu__suites_call_jax_test_structure.py_": (40, "the tree-describing helpers the message prints: 33-39"),
+    # The whole default run of 2026-11-29 (docs/reduce.md), torch cells:
+    "suites_call_jax_test_upstream_parity.py_test_equal_looking_statics_trace_apart_": (
+        48, "frozen checks (no cell passes): the dtype assert, Observe.close and to_numpy stay: 44-46 lines"),
+    "xla27-cpu__suites_call_jax_test_upstream_parity.py_test_cache_by_jax_config_": (
+        46, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 39-44"),
+    "suites_torchax_test_interop.py_test_round_trip_int64": (
+        52, "frozen checks: the round trip's checks and the helpers they name stay: 44-51 lines"),
+    "xla27-cpu__suites_torchax_test_properties.py_test_generated_module_grads_match_torch_autograd": (
+        48, "the module builder (its contrast cells take other branches of it), torchax's t2j / entry-point helpers and extract_jax stay: 45 lines"),
     # Reduced under frozen checks (no cell passes the case): each check that ran and the helpers it names
     # stay whole, the eager precondition's Observe.close and to_numpy (13 lines with their blank lines) too.
     "test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement_": (

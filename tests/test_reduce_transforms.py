@@ -222,24 +222,33 @@ def _server(tmp: Path, name: str, **env: str) -> ForkServer:
 LIB = "import json, os\n\n\ndef loads(text):\n    if os.environ.get('NEEDED') == '1'{bug}:\n        text = text[:-1]\n    return json.loads(text)\n"
 
 
-def test_a_variable_goes_where_a_fresh_interpreter_without_it_fails_the_same_way(tmp_path):
-    # The cell sets both variables; its "library" (lib.py beside the candidates) fails only with NEEDED=1,
-    # the fixed one never; UNNEEDED changes nothing.
-    script = "\n".join(HEADER_LINES) + "\n" + textwrap.dedent("""\
-        CASE = 'suites/x/test_x.py::test_x'
-        import os
-        os.environ.setdefault('NEEDED', '1')
-        os.environ.setdefault('UNNEEDED', 'x')
-        import sys
-        sys.path.insert(0, os.getcwd())
-        import lib
-        data = lib.loads('[1, 2]')
-        print(data)
-        """)
-    cell = {"NEEDED": "1", "UNNEEDED": "x"}
+# a script that sets both variables and loads lib.py from its folder (LIB: fails only with NEEDED=1)
+READS_NEEDED = textwrap.dedent("""\
+    import os
+    os.environ.setdefault('NEEDED', '1')
+    os.environ.setdefault('UNNEEDED', 'x')
+    import sys
+    sys.path.insert(0, os.getcwd())
+    import lib
+    data = lib.loads('[1, 2]')
+    print(data)
+    """)
+
+
+def _lib_folders(tmp_path: Path) -> None:
+    """The four servers' folders: the cell and its fresh interpreter with the bug, a contrast cell and its
+    fresh interpreter without it."""
     for name, bug in (("bad", ""), ("bad-fresh", ""), ("good-cpu", " and False"), ("good-fresh", " and False")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "lib.py").write_text(LIB.format(bug=bug))
+
+
+def test_a_variable_goes_where_a_fresh_interpreter_without_it_fails_the_same_way(tmp_path):
+    # The cell sets both variables; its "library" (lib.py beside the candidates) fails only with NEEDED=1,
+    # the fixed one never; UNNEEDED changes nothing.
+    script = "\n".join(HEADER_LINES) + "\nCASE = 'suites/x/test_x.py::test_x'\n" + READS_NEEDED
+    cell = {"NEEDED": "1", "UNNEEDED": "x"}
+    _lib_folders(tmp_path)
     with _server(tmp_path, "bad", **cell) as bad, _server(tmp_path, "bad-fresh") as fresh, \
             _server(tmp_path, "good-cpu", **cell) as good, _server(tmp_path, "good-fresh") as good_fresh:
         red = reduce_script(script, bad, None, contrast=[good], budget_s=60, fresh=fresh, fresh_contrast=[good_fresh])
@@ -363,24 +372,11 @@ def test_a_seeded_script_identical_to_its_seed_takes_its_variables_without_fresh
     very script (the cell, code, variables, failure, contrast cells), the fresh interpreters it ran without
     each variable would run again to the same end; its finding is taken (a fresh torch_xla interpreter is
     15-25 s of the 20 s a seeded script took). Another cell's seed is run again."""
-    base = "\n".join(HEADER_LINES) + "\n" + textwrap.dedent("""\
-        CASE = 'suites/x/test_x.py::test_x'
-        CELL = 'a-cpu'
-        import os
-        os.environ.setdefault('NEEDED', '1')
-        os.environ.setdefault('UNNEEDED', 'x')
-        import sys
-        sys.path.insert(0, os.getcwd())
-        import lib
-        data = lib.loads('[1, 2]')
-        print(data)
-        """)
+    base = "\n".join(HEADER_LINES) + "\nCASE = 'suites/x/test_x.py::test_x'\nCELL = 'a-cpu'\n" + READS_NEEDED
     sibling = base.replace("test_x'", "test_y'")
     elsewhere = base.replace("CELL = 'a-cpu'", "CELL = 'b-cpu'")
     cell = {"NEEDED": "1", "UNNEEDED": "x"}
-    for name, bug in (("bad", ""), ("bad-fresh", ""), ("good-cpu", " and False"), ("good-fresh", " and False")):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "lib.py").write_text(LIB.format(bug=bug))
+    _lib_folders(tmp_path)
     with _server(tmp_path, "bad", **cell) as bad, _server(tmp_path, "bad-fresh") as fresh, \
             _server(tmp_path, "good-cpu", **cell) as good, _server(tmp_path, "good-fresh") as good_fresh:
         args = dict(contrast=[good], budget_s=60, fresh=fresh, fresh_contrast=[good_fresh])

@@ -1,9 +1,11 @@
 """A standalone script's parts as the reducer sees them, and the reduced script's text.
 
-The exporter (harness/report/standalone.py) writes two fixed comment lines, the provenance as string
-literals (CASE, CELL, KNOWN_ISSUE, INSTALL, ...), `import os` and one `os.environ.setdefault(K, V)`
-per variable of the cell, then the code. `split_script` reads the literals and the variables back
-with `ast.literal_eval` (never running anything) and leaves the code to reduce.
+The exporter (harness/report/standalone.py) writes one fixed comment line, the provenance as string
+literals (CASE; CELL, KNOWN_ISSUE, EXAMPLE; INSTALL, ...), `import os` and the cell's variables in one
+`os.environ.update({k: v for k, v in {...}.items() if k not in os.environ})`, then the code (earlier
+exports: two comment lines, a literal and an `os.environ.setdefault(K, V)` per line, read the same).
+`split_script` reads the literals and the variables back with `ast.literal_eval` (never running
+anything) and leaves the code to reduce.
 
 The reduced script (`render`) is shorter at the top too: one fixed comment line, the provenance a
 maintainer needs as literals on at most three lines (the case id, the cell, where it passes, the
@@ -69,10 +71,33 @@ def _env_call(node: ast.stmt) -> dict[str, str] | None:
     args = [literal(a) for a in call.args]
     if call.func.attr == "setdefault" and len(args) == 2 and all(isinstance(a, str) for a in args):
         return {args[0]: args[1]}  # type: ignore[dict-item]
+    if call.func.attr == "update" and len(call.args) == 1 and isinstance(call.args[0], ast.DictComp):
+        # the exporter's `update({k: v for k, v in {...}.items() if k not in os.environ})`: its dict literal
+        gen = call.args[0].generators
+        it = gen[0].iter if len(gen) == 1 else None
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "items"
+                and not it.args and isinstance(it.func.value, ast.Dict)):
+            args = [literal(it.func.value)]
     if call.func.attr == "update" and len(args) == 1 and isinstance(args[0], dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in args[0].items()):
         return dict(args[0])
     return None
+
+
+def _facts(node: ast.stmt) -> dict[str, str] | None:
+    """{NAME: 'value'} for `NAME = 'value'` or `A, B = 'a', 'b'` where every name is one of FACT_NAMES."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return None
+    target, value = node.targets[0], node.value
+    names = [target] if isinstance(target, ast.Name) else list(target.elts) if isinstance(target, ast.Tuple) else []
+    values = [value] if isinstance(target, ast.Name) else list(value.elts) if isinstance(value, ast.Tuple) else []
+    if not names or len(names) != len(values):
+        return None
+    if not all(isinstance(n, ast.Name) and n.id in FACT_NAMES for n in names):
+        return None
+    if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
+        return None
+    return {n.id: v.value for n, v in zip(names, values)}  # type: ignore[attr-defined]
 
 
 def split_script(source: str) -> Parts:
@@ -87,9 +112,9 @@ def split_script(source: str) -> Parts:
             continue
         if isinstance(node, ast.Import) and [(a.name, a.asname) for a in node.names] == [("os", None)]:
             continue
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in FACT_NAMES):
-            parts.facts[node.targets[0].id] = node.value.value
+        facts = _facts(node)
+        if facts is not None:
+            parts.facts.update(facts)
             continue
         first = i
         break

@@ -898,9 +898,10 @@ def _source(node: ast.stmt) -> str:
 # The names the header's values are bound to (string literals: a value from a results file or a report is
 # data, never a comment Python could read as a coding cookie nor a line a newline could end).
 HEADER_NAMES = ("CASE", "CELL", "KNOWN_ISSUE", "INSTALL", "INSTALL_NOTE", "SOURCES", "EXAMPLE")
-# Two fixed lines first: Python reads a `coding:` cookie from the first two lines only, and these hold no data.
-HEADER_LINES = ("# Standalone reproducer (xla-seams): exit 1 while the bug is there, 0 once fixed, 125 if it cannot run here.",
-                "# Run it with python3 in an env made by INSTALL; it sets the cell's environment variables itself.")
+# One fixed line first: Python reads a `coding:` cookie only from a comment among the first two lines, and
+# this one holds no data (the second is CASE's literal, never a comment).
+HEADER_LINES = ("# Standalone reproducer (xla-seams): exit 1 while the bug is there, 0 once fixed, 125 if it cannot run"
+                " here. Install with INSTALL; the script sets the cell's environment variables itself.",)
 
 
 def _literal_line(name: str, value: Any) -> str:
@@ -908,24 +909,41 @@ def _literal_line(name: str, value: Any) -> str:
     return f"{name} = {ascii(value)}"
 
 
+def _literals_line(pairs: list[tuple[str, Any]]) -> str:
+    """`A, B = 'a', 'b'` (one pair: `A = 'a'`): the provenance in as few lines as it reads well in."""
+    if len(pairs) == 1:
+        return _literal_line(*pairs[0])
+    return f"{', '.join(n for n, _v in pairs)} = {', '.join(ascii(v) for _n, v in pairs)}"
+
+
 def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None,
             example_note: str | None = None) -> list[str]:
-    """What a maintainer needs: how to run it and what the exit says (fixed text), then the case and
-    cell, the known issue, the install line and what a source placeholder stands for, as literals."""
+    """What a maintainer needs: how to run it and what the exit says (fixed text), then as literals the
+    case, the cell and the known issue on one line, the install line with its note, what a source
+    placeholder stands for and which example runs; then the cell's environment variables (`env_lines`)."""
     lines = list(HEADER_LINES)
-    lines.append(_literal_line("CASE", str(case_id)))
-    lines.append(_literal_line("CELL", f"{cell.get('cell', '?')} ({cell.get('device', 'cpu')})"))
+    which: list[tuple[str, Any]] = [("CASE", str(case_id)), ("CELL", f"{cell.get('cell', '?')} ({cell.get('device', 'cpu')})")]
     if expectation:
-        lines.append(_literal_line("KNOWN_ISSUE", f"{expectation.get('id', '')}: {expectation.get('link', '')}"))
-    lines.append(_literal_line("INSTALL", standalone_install_line(cell)))
+        which.append(("KNOWN_ISSUE", f"{expectation.get('id', '')}: {expectation.get('link', '')}"))
+    lines.append(_literals_line(which))
+    install: list[tuple[str, Any]] = [("INSTALL", standalone_install_line(cell))]
     if torch_cpu_wheels(cell):
-        lines.append(_literal_line("INSTALL_NOTE", TORCH_CPU_NOTE))
+        install.append(("INSTALL_NOTE", TORCH_CPU_NOTE))
+    lines.append(_literals_line(install))
     notes = source_notes(cell)
     if notes:
         lines.append(_literal_line("SOURCES", notes))
     if example_note:
         lines.append(_literal_line("EXAMPLE", example_note))
-    return lines
+    return lines + env_lines(run_env(cell))
+
+
+def env_lines(env: Mapping[str, str]) -> list[str]:
+    """`import os` and the cell's variables in one statement, each set only where the caller's environment
+    has none (as `setdefault` would): nothing for a cell that sets none."""
+    if not env:
+        return []
+    return ["import os", f"os.environ.update({{k: v for k, v in {dict(env)!a}.items() if k not in os.environ}})"]
 
 
 def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any] | None = None,
@@ -997,10 +1015,7 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
     if methods is not None and "close" in methods or "np" in used:
         imports.add("import numpy as np")
 
-    env = run_env(cell)
     lines = _header(case_id, cell, expectation, example_note)
-    if env:
-        lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
     # An import no definition reads is there for importing itself (a `require("flatbuffers")`, torch_xla
     # registering its device): kept, and marked as meant for the linter (tests/test_standalone_lint.py).
     bound = _bound_by_imports([ast.parse(stmt).body[0] for stmt in imports])

@@ -528,10 +528,8 @@ def export_coexist_script(case_id: str, cell: Mapping[str, Any], expectation: Ma
                           short: Short) -> str:
     """The short script of one failing coexist case (see the module docstring)."""
     lines = _header(case_id, cell, expectation)
-    env = run_env(cell)
-    set_env = f"os.environ.update({{k: v for k, v in {env!a}.items() if k not in os.environ}})  # the cell's"
     body = (_living(short) if short.kind in ("import", "feature", "order") else _declared(short) if short.kind == "declared"
             else _census(short))
-    lines += [set_env if line == "ENV" else line for line in body if line != "ENV" or env]
+    lines += [line for line in body if line != "ENV"]
     lines += [f"print({'no failure: ' + case_id.rsplit('::', 1)[-1] + ' behaves as the suite expects'!r})", ""]
     return "\n".join(lines)

@@ -198,23 +198,27 @@ def _call(kind: str, target: str) -> list[str]:
     return ["info(*a[0], **a[1], out=a[2])", f"{target} = pt.tree_leaves(a[2])"]
 
 
-_TRACED_RETURN = {"op": ["out = info(*a[0], **a[1])",
-                         "return tuple(out) if type(out).__module__ == 'torch.return_types' else out"],
+# torch's call alone, where only whether it raises counts (a torch-raises script: torch refuses the sample)
+_TORCH_CALL = {"op": "info(*a[0], **a[1])", "inplace": "info.inplace_variant(a[0], *a[1], **a[2])"}
+_TRACED_RETURN = {"op": ["return tuple(out) if type(out := info(*a[0], **a[1])).__module__ == 'torch.return_types' else out"],
                   "inplace": ["return a[0], info.inplace_variant(a[0], *a[1], **a[2])"],
                   "out": ["info(*a[0], **a[1], out=a[2])", "return a[2]"]}
 
 
-def _traced(path: str, body: list[str], target: str, on_jax: str = "on_jax") -> list[str]:
+def _traced(path: str, body: list[str], target: str, on_jax: str = "on_jax", env: str = "env",
+            leaves: bool = False) -> list[str]:
     """The call on torchax: in its env (`eager`), or traced through interop.jax_jit (`jit`: the tensors of
-    `on_jax` are the jit arguments, the rest static), its result as `target`."""
+    `on_jax` are the jit arguments, the rest static), its result as `target` (`leaves`: a traced call's
+    result as its output leaves, to compare); `env` the expression of torchax's env."""
     if path == "eager":
-        return [f"a = env.to_xla({on_jax})", "with env:", *(f"    {line}" for line in body)]
+        return [f"a = {env}.to_xla({on_jax})", f"with {env}:", *(f"    {line}" for line in body)]
+    call = f"torchax.interop.jax_jit(traced)(*{env}.to_xla([flat[i] for i in pos]))"
     return [f"flat, spec = pt.tree_flatten({on_jax})",
             "pos = [i for i, x in enumerate(flat) if isinstance(x, torch.Tensor)]",
             "def traced(*ts):  # the sample's tensors are the jit arguments, the rest static",
             "    a = pt.tree_unflatten([ts[pos.index(i)] if i in pos else x for i, x in enumerate(flat)], spec)",
             *(f"    {line}" for line in body),
-            f"{target} = torchax.interop.jax_jit(traced)(*env.to_xla([flat[i] for i in pos]))"]
+            f"{target} = pt.tree_leaves({call})" if leaves else f"{target} = {call}"]
 
 
 def _match(parts: Mapping[str, str]) -> str:
@@ -223,8 +227,9 @@ def _match(parts: Mapping[str, str]) -> str:
     return f"info = next(o for o in op_db if {' and '.join(match)})"
 
 
-_IMPORTS = ["import jax, torch, torchax", "from torch.testing._internal.common_methods_invocations import op_db",
-            "from torch.utils import _pytree as pt", "", 'if __name__ == "__main__":']
+# the script's code runs at the top level, below these (nothing imports it: no `__main__` guard to read past)
+_IMPORTS = ["import jax, torch, torchax, torch.utils._pytree as pt",
+            "from torch.testing._internal.common_methods_invocations import op_db"]
 
 
 # each check's statement, one text for the full script and the short one (a reducer's signature names the
@@ -352,14 +357,16 @@ def _after_torch_raises(kind: str, path: str, label: str, full: bool) -> list[st
     stops there (exit 0: the sample passes as the case's does), the rest of it compares results."""
     call = _call(kind, "got") if path == "eager" else _TRACED_RETURN[kind]
     on_jax = f"pt.tree_map({_SWAP}, args)"
-    first = ["raised = exc", "print('torch raises:', repr(exc)[:300])"] if full else []
-    too = ("raise SystemExit(print('torchax raises too:', repr(exc)[:300]))  # exit 0: the case's rule holds"
-           if full else "print('torchax raises too:', repr(exc)[:300])")
-    return [*first, *_SEED,
+    failure = f"raise AssertionError(f'{label}: torch raised {{type(raised).__name__}}, torchax {path} returned {{got}}')"
+    too = "raise SystemExit(print('torchax raises too:', repr(exc)[:300]))  # exit 0: the case's rule holds"
+    if not full:  # the script's end: whether torchax raises does not hang on its PRNG key (no seed to set)
+        env = ["env = torchax.default_env()"] if path == "eager" else []
+        traced = _traced(path, call, "got", on_jax=on_jax, env="env" if env else "torchax.default_env()")
+        return [*env, "try:", *(f"    {line}" for line in traced), "except Exception as exc:", f"    {too}", failure]
+    return ["raised = exc", "print('torch raises:', repr(exc)[:300])", *_SEED,
             "try:", *(f"    {line}" for line in _traced(path, call, "got", on_jax=on_jax)),
             "except Exception as exc:", f"    {too}",
-            "else:",
-            f"    raise AssertionError(f'{label}: torch raised {{type(raised).__name__}}, torchax {path} returned {{got}}')"]
+            "else:", f"    {failure}"]
 
 
 def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[str]:
@@ -368,45 +375,51 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
     kind, dtype, path, check = parts["kind"], parts["dtype"], parts["path"], failed.check
     lines = [
         *_IMPORTS,
-        f"jax.config.update('jax_enable_x64', {dtype in ('float64', 'int64')})  # as the case runs {dtype}",
+        # jax's default, which a fresh process has (the case sets it for every dtype: its process ran others)
+        *([f"jax.config.update('jax_enable_x64', True)  # as the case runs {dtype}"] if dtype in ("float64", "int64") else []),
         _match(parts),
         "torch.manual_seed(0)  # OpInfo draws its samples from torch's generator",
         f"sample = list(info.sample_inputs('cpu', torch.{dtype}))[{facts.index}]  # the failing run's",
-        *(["sample.input = sample.input.sign()  # the case's tied copy: equal values abound"] if facts.ties else []),
     ]
     if kind == "out":
         lines += ["result = info(*pt.tree_map_only(torch.Tensor, torch.clone, (sample.input, *sample.args)), **sample.kwargs)",
                   "stale = lambda t: ~t if t.dtype == torch.bool else t ^ 1 if not (t.is_floating_point() or t.is_complex())"
                   " else torch.full_like(t, float('nan'))"]
     compared = check not in ("torch-raises", "torchax-raises", "prng")  # else a call raises: the sample shown first
-    lines += [_ARGS[kind], *([] if compared else ["print('sample:', sample.summary())"]),
+    args = _ARGS[kind]
+    if facts.ties:  # the case's tied copy (the input's signs): the same shapes and dtypes, so the same summary
+        args = args.replace("(sample.input,", "(sample.input.sign(),", 1) + ("" if "  #" in args else "  # the tied copy")
+    lines += [args, *([] if compared or check == "torch-raises" else ["print('sample:', sample.summary())"]),
               "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample"]
-    seed = _SEED
     if check == "torch-raises":  # the run's failure: torch refuses the sample and torchax does not
         # as the case words it, so the known issue's match reads it; exit 0 once torchax raises too
         label = f"sample {facts.index}" + (" with ties" if facts.ties else "")
         return lines + [
-            "try:", *(f"    {line}" for line in _call(kind, "want")),
-            "except Exception as exc:", "    raised = exc", "    print('torch raises:', repr(exc)[:300])",
+            "try:", f"    {_TORCH_CALL[kind]}",
+            "except Exception as exc:", "    print('sample:', sample.summary(), '\\ntorch raises:', repr(raised := exc)[:300])",
             "else:", "    raise SystemExit(print('torch returns here: not the failure the run recorded'))  # exit 0",
             *_after_torch_raises(kind, path, label, full=False)]
     lines += _call(kind, "want")
-    lines += seed
-    if path == "eager":
-        lines += _traced(path, _call(kind, "got"), "got", on_jax=f"pt.tree_map({_SWAP}, args)")
-    else:
-        lines += _traced(path, _TRACED_RETURN[kind], "got", on_jax=f"pt.tree_map({_SWAP}, args)")
+    # a compared check's op is not a random one (the run compared it), and torchax's PRNG key changes nothing of
+    # its count, types, shapes, dtypes or values: no seed to set, and a traced call needs no name for the env
+    env = "torchax.default_env()" if compared and path == "jit" else "env"
+    lines += [] if env != "env" else _SEED[:1] if compared else _SEED
+    on_jax, leaves = f"pt.tree_map({_SWAP}, args)", compared and path == "jit"  # a traced result compared as leaves
+    lines += _traced(path, _call(kind, "got") if path == "eager" else _TRACED_RETURN[kind], "got", on_jax=on_jax,
+                     env=env, leaves=leaves)
     if check == "torchax-raises":
         return lines
     if check == "prng":
         return lines + [_PRNG_CHECK]
-    if path == "jit":  # the traced call's result, as leaves to compare
-        lines.append("got = pt.tree_leaves(got)")
     lines.append("print('sample:', sample.summary(), '\\ntorch:', want, '\\ntorchax:', got)")
     if check == "count":
         return lines + [_CHECK["count"]]
+    n = failed.output
+    if check == "values" and kind != "op":  # in-place / out=: every output is a tensor, torchax's made torch's here
+        return lines + [*_tolerance_lines(dtype, facts),
+                        f"n, w, g = {n}, want[{n}], got[{n}].torch()  # the output the run names", _CHECK[check]]
     lines += [*(_tolerance_lines(dtype, facts) if check == "values" else []),
-              f"n, w, g = {failed.output}, want[{failed.output}], got[{failed.output}]  # the output the run names"]
+              f"n, w, g = {n}, want[{n}], got[{n}]  # the output the run names"]
     return lines + ([_TO_PLAIN] if check == "values" else []) + [_CHECK[check]]
 
 
@@ -423,21 +436,18 @@ def _short_error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
         "args = ((sample.input, *sample.args), sample.kwargs)",
         "jax.config.update('jax_enable_x64', any(isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.int64,"
         " torch.complex128) for t in pt.tree_leaves(args)))  # as the case runs 64-bit inputs",
-        "print(f'error input {i}:', sample.summary())",
+        "a = pt.tree_map_only(torch.Tensor, torch.clone, args)",
         "try:",
-        "    a = pt.tree_map_only(torch.Tensor, torch.clone, args)",
         "    info(*a[0], **a[1])",
         "except Exception as exc:",
-        "    raised = exc",
-        "    print('torch raises:', repr(exc)[:300])",
+        "    print(f'error input {i}:', sample.summary(), '\\ntorch raises:', repr(raised := exc)[:300])",
         "else:",
         "    raise SystemExit(print('torch accepts it here: not checked'))  # exit 0: nothing to check",
         "try:",
         *(f"    {line}" for line in _traced(path, call, "got", on_jax=f"pt.tree_map({_SWAP}, args)")),
         "except Exception as exc:",
-        "    print('torchax raises:', repr(exc)[:300])",
-        "else:",
-        f"    raise AssertionError(f'error input {{i}}: torch raises {{type(raised).__name__}}, torchax {path} returned {{got}}')",
+        "    raise SystemExit(print('torchax raises:', repr(exc)[:300]))  # exit 0: the case's rule holds",
+        f"raise AssertionError(f'error input {{i}}: torch raises {{type(raised).__name__}}, torchax {path} returned {{got}}')",
     ]
 
 
@@ -504,17 +514,16 @@ def export_op_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping
     what = "error input" if parts["kind"] == "error" else "sample"
     note = (f"the failing run's {what} {facts.index}" + (" (its tied copy)" if facts.ties else "")
             if facts.index is not None else None)
-    lines = _header(case_id, cell, expectation, note)
-    env = run_env(cell)
-    if env:
-        lines += ["import os"] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
+    # a short script's code says which sample it runs (`# the failing run's`): no EXAMPLE line to repeat it
+    lines = _header(case_id, cell, expectation, note if failed is None else None)
     if failed is None:
         body = _body(parts, facts)
     elif parts["kind"] == "error":
         body = _short_error_body(parts, facts)
     else:
         body = _short_body(parts, facts, failed)
-    body += ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
-    main = body.index('if __name__ == "__main__":') + 1  # the imports above it, the run in it
-    lines += body[:main] + [f"    {line}" if line else line for line in body[main:]] + [""]
-    return "\n".join(lines)
+    if not body[-1].startswith("raise "):  # a script ending in its failure says what exit 0 means where it exits
+        body += ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
+    if not any(re.search(r"\bjax\.", line) for line in body[len(_IMPORTS):]):  # torchax imports jax itself
+        body[0] = body[0].replace("import jax, ", "import ", 1)
+    return "\n".join(lines + body + [""])

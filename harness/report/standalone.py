@@ -954,6 +954,10 @@ def export_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping[st
     `example`: the failing run's hypothesis note (observations["falsifying_example"]); a property's
     script then runs that input instead of the example pinned in CORES, where it can be read; `message`:
     the failing run's (an op case's script then keeps only the check it names)."""
+    if "::" not in case_id:  # a whole module: its collection failed (the module imports this one: here)
+        from harness.report.standalone_module import export_module_script
+
+        return export_module_script(case_id, cell, expectation)
     if case_id.startswith(("suites/torchax_ops/test_ops.py::test_op[", "suites/torchax_ops/test_ops.py::test_op_")):
         # an OpInfo op case (or its in-place / out= / error-input form): the op, the sample, the two results
         from harness.report.standalone_op import export_op_script  # imports this module: here, not at the top

@@ -524,6 +524,8 @@ def export_op_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping
         body = _short_body(parts, facts, failed)
     if not body[-1].startswith("raise "):  # a script ending in its failure says what exit 0 means where it exits
         body += ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
+    if parts["path"] == "jit":  # imported by default_env(), which a traced call may reach only after it
+        body[0] = body[0].replace(", torchax, ", ", torchax, torchax.interop, ", 1)
     if not any(re.search(r"\bjax\.", line) for line in body[len(_IMPORTS):]):  # torchax imports jax itself
         body[0] = body[0].replace("import jax, ", "import ", 1)
     return "\n".join(lines + body + [""])

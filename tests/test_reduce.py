@@ -468,3 +468,21 @@ def test_rest_with_nothing_left_says_so_and_runs_nothing(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "harness", "reduce", "--rest", str(repro / "jax999-cpu__case.py")],
                           cwd=repo, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "not a reduce.json" in proc.stderr
+
+
+def test_case_md_written_again_keeps_the_title_report_wrote(tmp_path):
+    """A batch writes CASE.md again (the reduced script first); its title keeps "since" from the report's
+    release lines, as `harness report` wrote it (it was dropped once)."""
+    from harness.reduce.batch import rewrite_markdown
+    from harness.report.command import report_command
+    from tests.results_fixtures import SHARD, case, cell_file
+
+    paths = [cell_file(tmp_path, "jax053-cpu", "0.5.3", [case(SHARD, "pass")]),
+             cell_file(tmp_path, "jax060-cpu", "0.6.0", [case(SHARD, "fail", "linearized function differs")])]
+    report_command(paths, tmp_path / "out")
+    [md] = (tmp_path / "out" / "repro").glob("jax060-cpu__*.md")
+    before = md.read_text()
+    assert "since jax 0.6.0 (last good 0.5.3)" in before.splitlines()[0]
+    md.write_text("stale\n")
+    assert rewrite_markdown(tmp_path / "out", frozenset({md.name.removesuffix(".md") + ".py"})) == 1
+    assert md.read_text() == before

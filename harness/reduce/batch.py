@@ -519,7 +519,7 @@ def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> in
     """CASE.md again for every result with a CASE.min.py, the reduced script first, and for the scripts
     named in `also` (reduced again and refused: CASE.md without the reduced script); returns how many."""
     from harness.report.diff import load_report
-    from harness.report.repro import repro_files, repro_markdown, script_for
+    from harness.report.repro import repro_files, repro_markdown, script_for, since_for
     from harness.safeio import atomic_write
 
     report = load_report(report_dir / "report.json")
@@ -532,8 +532,9 @@ def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> in
         if not have and f"{stem}.py" not in also:
             continue
         script = script_for(case_id, cells[cell], r)
-        md = repro_markdown(case_id, cells[cell], r, script, f"{stem}.py",
-                            reduced=reduced.read_text(encoding="utf-8") if have else None, reduced_name=reduced.name)
+        md = repro_markdown(case_id, cells[cell], r, script, f"{stem}.py",  # the title as report wrote it (since when)
+                            reduced=reduced.read_text(encoding="utf-8") if have else None, reduced_name=reduced.name,
+                            since=since_for(report, case_id, cell))
         atomic_write(report_dir / "repro" / name, md, durable=False)
         n += 1
     return n

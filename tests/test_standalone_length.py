@@ -42,12 +42,12 @@ PREFIX_BOUNDS = {"suites/coexist/test_census.py::": 370, "suites/torchax_ops/tes
                  "suites/coexist/test_declared.py::": 255}
 # An OpInfo op case (and its in-place / out= / error-input forms) exports through
 # harness/report/standalone_op.py: the op, the sample, the two results (issue 27), not the family's
-# core (398 lines before). The header and the cell's env are 11 of these lines; a script exported
+# core (398 lines before). The header and the cell's env are 5-6 of these lines; a script exported
 # without a run (as here) also works out the OpInfo's tolerance and whether values compare, and checks
 # every output leaf; an out= script builds its out tensors too. Where torch refuses the sample, an op /
 # in-place script calls torchax in that branch (the case's rule: torchax must refuse it too), 9-12 lines
-# more: a traced in-place one, 74.
-OP_CASE, OP_BOUND = "suites/torchax_ops/test_ops.py::test_op", 74
+# more: a traced in-place one, 63 (74 before the one-line header and the two import lines).
+OP_CASE, OP_BOUND = "suites/torchax_ops/test_ops.py::test_op", 63
 # A failing run's op script (short_op_scripts below) keeps only the check the run failed: the header and
 # env (5-6 lines: a fixed comment, the provenance as literals on 2-3, the cell's variables on 2), the
 # imports (2), then at most SHORT_OP_BODY lines: 13-15 for an eager op's compared check, a traced call

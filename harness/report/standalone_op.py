@@ -10,8 +10,8 @@ follow, torchax raising, the PRNG key a traced call left a tracer in, the count 
 output's type, shape, dtype or values; an error input torchax accepted), word for word the full
 script's statement, its tolerance a literal from the run's record (in-place / out= runs record none:
 worked out as the case does, 2 lines). Measured: every check of every form on every default cell of
-the family exports 26-44 lines, 9-27 after `if __name__` (median 37 / 20; tests/test_standalone_length.py),
-where the full script is 43-74 (74: a traced in-place call that torch's refusal repeats). On 60 real failing results (torchax0013-cpu, xla29-cpu, xla27-cpu,
+the family exports 20-30 lines, 13-23 below the imports (median 25; tests/test_standalone_length.py),
+where the full script is 34-63 (63: a traced in-place call that torch's refusal repeats). On 60 real failing results (torchax0013-cpu, xla29-cpu, xla27-cpu,
 torchax007-cpu; op / in-place / out= / error forms, eager and jit, each check the runs failed by), the
 short script gives the full one's signature (harness/reduce/signature.py) in 60 of 60 (docs/reduce.md,
 "Op scripts minimal by construction"; tests/test_standalone_op.py checks 12 in the cell), so

@@ -335,3 +335,24 @@ def test_a_raise_in_a_branch_the_run_never_took_is_no_precondition():
                                       "assert got == want, 'the failing check'"}
     cut = "\n".join(lines[:failing]) + "\n"  # what truncate leaves: nothing after the failure
     assert not lacks(ast.parse(cut), frozen)
+
+
+def test_the_exporters_environment_preamble_is_never_frozen():
+    """The exported header sets the cell's variables with a comprehension (`k not in os.environ`,
+    `{...}.items()`); the reducer writes that preamble anew, so nothing of it may be frozen (it was: every
+    candidate of the compute_on placement scripts, reduced under frozen checks, was rejected)."""
+    from harness.report.standalone import export_script
+
+    case = ("suites/compute_on/test_properties.py::"
+            "test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement[compute_on_outside_jit]")
+    cell = {"cell": "jax060-cpu", "device": "cpu", "pins": {"jax": "0.6.0"}, "versions": {"jax": "0.6.0", "jaxlib": "0.6.0"},
+            "env": {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}}
+    source = export_script(case, cell)
+    lines = source.splitlines()
+    assert any("if k not in os.environ" in line for line in lines)
+    failing = next(i + 1 for i, line in enumerate(lines) if line.lstrip().startswith("assert compiled_host_placement"))
+    outer = next(i + 1 for i, line in enumerate(lines) if "observe=Observe()" in line)
+    frozen = frozen_checks(source, [outer, failing])
+    assert frozen.statements and frozen.calls
+    assert not [c for c in frozen.calls if "environ" in c or ".items()" in c], frozen.calls
+    assert not [t for t in frozen.statements if "environ" in t], frozen.statements

@@ -44,6 +44,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from harness.reduce.script import env_statement
 from harness.reduce.signature import parents_of, statement_text
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -228,6 +229,9 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     """The frozen set of source (the full script) for a failure whose traceback ran through `frames`
     (its script lines, outermost first)."""
     tree = ast.parse(source)
+    # the cell's variables are the exporter's preamble, not the script's code (`{...}.items()`, `k not in
+    # os.environ`): the reducer writes them anew, so a frozen call or check there would reject every candidate
+    tree.body = [s for s in tree.body if env_statement(s) is None]
     checks = _Checks(tree)
     parents = parents_of(tree)
     ran = _ran_checks(tree, frames, checks)

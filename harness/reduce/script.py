@@ -49,7 +49,7 @@ class Parts:
     body: str = ""
 
 
-def _env_call(node: ast.stmt) -> dict[str, str] | None:
+def env_statement(node: ast.stmt) -> dict[str, str] | None:
     """{K: V} for `os.environ.setdefault('K', 'V')`, `os.environ.update({...})` or `os.environ['K'] = 'V'`."""
     def literal(n: ast.AST) -> object:
         try:
@@ -106,7 +106,7 @@ def split_script(source: str) -> Parts:
     parts = Parts()
     first = len(tree.body)
     for i, node in enumerate(tree.body):
-        env = _env_call(node)
+        env = env_statement(node)
         if env is not None:
             parts.env.update({k: v for k, v in env.items() if is_env_name(k)})
             continue

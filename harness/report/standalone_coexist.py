@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report.standalone import _header, run_env
+from harness.report.standalone import _header
 
 LIVING = "suites/coexist/test_living_together.py::"
 CENSUS = "suites/coexist/test_census.py::"

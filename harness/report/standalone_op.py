@@ -55,7 +55,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from harness.report.examples import failing_example
-from harness.report.standalone import NoStandalone, _header, run_env
+from harness.report.standalone import NoStandalone, _header
 
 OP_CASE = "suites/torchax_ops/test_ops.py::test_op["
 # the op's other forms (test_ops.py: its error inputs, its in-place variant, its out= form), by test function
@@ -184,25 +184,25 @@ def failed_check(kind: str, message: str | None) -> Failed | None:
 _SWAP = "lambda x: 'jax' if isinstance(x, (str, torch.device)) and str(x) == 'cpu' else x"
 # per kind: the sample's arguments as one tree `a` (what is copied, moved to torchax, traced), torch's
 # call on it (statements ending in `TARGET = <output leaves>`), and the traced function's return
-_ARGS = {"op": "args = ((sample.input, *sample.args), sample.kwargs)",
-         "inplace": "args = (sample.input, sample.args, sample.kwargs)",
-         "out": "args = ((sample.input, *sample.args), sample.kwargs, stale(result) if isinstance(result, torch.Tensor)"
+# (`{input}`: the sample's input, or its tied copy)
+_ARGS = {"op": "args = (({input}, *sample.args), sample.kwargs)",
+         "inplace": "args = ({input}, sample.args, sample.kwargs)",
+         "out": "args = (({input}, *sample.args), sample.kwargs, stale(result) if isinstance(result, torch.Tensor)"
                 " else tuple(map(stale, result)))  # out=: torch's shapes and dtypes, never its values"}
+# the call alone (a torch-raises script calls torch only to see it raise)
+_TORCH_CALL = {"op": "info(*a[0], **a[1])", "inplace": "info.inplace_variant(a[0], *a[1], **a[2])",
+               "out": "info(*a[0], **a[1], out=a[2])"}
 
 
 def _call(kind: str, target: str) -> list[str]:
     if kind == "op":
-        return [f"{target} = pt.tree_leaves(info(*a[0], **a[1]))"]
+        return [f"{target} = pt.tree_leaves({_TORCH_CALL[kind]})"]
     if kind == "inplace":
-        return [f"{target} = pt.tree_leaves((a[0], info.inplace_variant(a[0], *a[1], **a[2])))  # the tensor, then the result"]
-    return ["info(*a[0], **a[1], out=a[2])", f"{target} = pt.tree_leaves(a[2])"]
-
-
-# torch's call alone, where only whether it raises counts (a torch-raises script: torch refuses the sample)
-_TORCH_CALL = {"op": "info(*a[0], **a[1])", "inplace": "info.inplace_variant(a[0], *a[1], **a[2])"}
-_TRACED_RETURN = {"op": ["return tuple(out) if type(out := info(*a[0], **a[1])).__module__ == 'torch.return_types' else out"],
-                  "inplace": ["return a[0], info.inplace_variant(a[0], *a[1], **a[2])"],
-                  "out": ["info(*a[0], **a[1], out=a[2])", "return a[2]"]}
+        return [f"{target} = pt.tree_leaves((a[0], {_TORCH_CALL[kind]}))  # the tensor, then the result"]
+    return [_TORCH_CALL[kind], f"{target} = pt.tree_leaves(a[2])"]
+_TRACED_RETURN = {"op": [f"return tuple(out) if type(out := {_TORCH_CALL['op']}).__module__ == 'torch.return_types' else out"],
+                  "inplace": [f"return a[0], {_TORCH_CALL['inplace']}"],
+                  "out": [_TORCH_CALL["out"], "return a[2]"]}
 
 
 def _traced(path: str, body: list[str], target: str, on_jax: str = "on_jax", env: str = "env",
@@ -227,9 +227,13 @@ def _match(parts: Mapping[str, str]) -> str:
     return f"info = next(o for o in op_db if {' and '.join(match)})"
 
 
-# the script's code runs at the top level, below these (nothing imports it: no `__main__` guard to read past)
-_IMPORTS = ["import jax, torch, torchax, torch.utils._pytree as pt",
-            "from torch.testing._internal.common_methods_invocations import op_db"]
+def _imports(path: str, body: list[str]) -> list[str]:
+    """The script's two import lines, above its code (run at the top level: nothing imports it): jax where
+    the code names it (torchax imports it either way), torchax.interop for a traced call (default_env()
+    imports it, which a traced call may reach only after it)."""
+    names = ["jax"] if any(re.search(r"\bjax\.", line) for line in body) else []
+    names += ["torch", "torchax", *(["torchax.interop"] if path == "jit" else []), "torch.utils._pytree as pt"]
+    return [f"import {', '.join(names)}", "from torch.testing._internal.common_methods_invocations import op_db"]
 
 
 # each check's statement, one text for the full script and the short one (a reducer's signature names the
@@ -262,7 +266,6 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     if kind == "inplace":  # a sample that broadcasts its input has no in-place form (OpInfo's tests leave it out)
         given = f"(s for s in {given} if not s.broadcasts_input)"
     lines = [
-        *_IMPORTS,
         f"jax.config.update('jax_enable_x64', {dtype in ('float64', 'int64')})  # as the case runs {dtype}",
         _match(parts),
         "torch.manual_seed(0)  # OpInfo draws its samples from torch's generator",
@@ -288,7 +291,7 @@ def _body(parts: Mapping[str, str], facts: Facts) -> list[str]:
                 "except Exception as exc:  # torch refuses the sample: the case requires torchax to refuse it too",
                 *(f"    {line}" for line in _after_torch_raises(kind, path, label, full=True))]
     lines += [
-        _ARGS[kind],
+        _ARGS[kind].format(input="sample.input"),
         "print('sample:', sample.summary())",
         "torch.manual_seed(0)",
         "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample",
@@ -374,7 +377,6 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
     index, torch's call, torchax's, both results printed, then that one check (its tolerance a literal)."""
     kind, dtype, path, check = parts["kind"], parts["dtype"], parts["path"], failed.check
     lines = [
-        *_IMPORTS,
         # jax's default, which a fresh process has (the case sets it for every dtype: its process ran others)
         *([f"jax.config.update('jax_enable_x64', True)  # as the case runs {dtype}"] if dtype in ("float64", "int64") else []),
         _match(parts),
@@ -386,9 +388,9 @@ def _short_body(parts: Mapping[str, str], facts: Facts, failed: Failed) -> list[
                   "stale = lambda t: ~t if t.dtype == torch.bool else t ^ 1 if not (t.is_floating_point() or t.is_complex())"
                   " else torch.full_like(t, float('nan'))"]
     compared = check not in ("torch-raises", "torchax-raises", "prng")  # else a call raises: the sample shown first
-    args = _ARGS[kind]
-    if facts.ties:  # the case's tied copy (the input's signs): the same shapes and dtypes, so the same summary
-        args = args.replace("(sample.input,", "(sample.input.sign(),", 1) + ("" if "  #" in args else "  # the tied copy")
+    # the case's tied copy (the input's signs): the same shapes and dtypes, so the same summary
+    args = _ARGS[kind].format(input="sample.input.sign()" if facts.ties else "sample.input")
+    args += "  # the tied copy" if facts.ties and "  #" not in args else ""
     lines += [args, *([] if compared or check == "torch-raises" else ["print('sample:', sample.summary())"]),
               "a = pt.tree_map_only(torch.Tensor, torch.clone, args)  # a copy: torch's call must not change the sample"]
     if check == "torch-raises":  # the run's failure: torch refuses the sample and torchax does not
@@ -429,7 +431,6 @@ def _short_error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
     # traced as the case traces it: a torch.return_types result (aminmax, kthvalue) returned as a tuple
     call = ["got = info(*a[0], **a[1])"] if path == "eager" else _TRACED_RETURN["op"]
     return [
-        *_IMPORTS,
         _match(parts),
         f"i, env = {facts.index}, torchax.default_env()  # the failing run's error input",
         "sample = list(info.error_inputs('cpu'))[i].sample_input",
@@ -459,7 +460,6 @@ def _error_body(parts: Mapping[str, str], facts: Facts) -> list[str]:
              "range(len(errors)):  # every error input, as the case checks them")
     call = ["got = info(*a[0], **a[1])"]
     return [
-        *_IMPORTS,
         _match(parts),
         "errors = list(info.error_inputs('cpu'))",
         "env = torchax.default_env()",
@@ -524,8 +524,4 @@ def export_op_script(case_id: str, cell: Mapping[str, Any], expectation: Mapping
         body = _short_body(parts, facts, failed)
     if not body[-1].startswith("raise "):  # a script ending in its failure says what exit 0 means where it exits
         body += ["print('no failure: ' + CASE.rsplit('::', 1)[-1] + ' behaves as the suite expects')"]
-    if parts["path"] == "jit":  # imported by default_env(), which a traced call may reach only after it
-        body[0] = body[0].replace(", torchax, ", ", torchax, torchax.interop, ", 1)
-    if not any(re.search(r"\bjax\.", line) for line in body[len(_IMPORTS):]):  # torchax imports jax itself
-        body[0] = body[0].replace("import jax, ", "import ", 1)
-    return "\n".join(lines + body + [""])
+    return "\n".join(lines + _imports(parts["path"], body) + body + [""])

@@ -920,7 +920,7 @@ def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any
             example_note: str | None = None) -> list[str]:
     """What a maintainer needs: how to run it and what the exit says (fixed text), then as literals the
     case, the cell and the known issue on one line, the install line with its note, what a source
-    placeholder stands for and which example runs; then the cell's environment variables (`env_lines`)."""
+    placeholder stands for and which example runs; then the cell's environment variables (`_env_preamble`)."""
     lines = list(HEADER_LINES)
     which: list[tuple[str, Any]] = [("CASE", str(case_id)), ("CELL", f"{cell.get('cell', '?')} ({cell.get('device', 'cpu')})")]
     if expectation:
@@ -935,12 +935,13 @@ def _header(case_id: str, cell: Mapping[str, Any], expectation: Mapping[str, Any
         lines.append(_literal_line("SOURCES", notes))
     if example_note:
         lines.append(_literal_line("EXAMPLE", example_note))
-    return lines + env_lines(run_env(cell))
+    return lines + _env_preamble(run_env(cell))
 
 
-def env_lines(env: Mapping[str, str]) -> list[str]:
+def _env_preamble(env: Mapping[str, str]) -> list[str]:
     """`import os` and the cell's variables in one statement, each set only where the caller's environment
-    has none (as `setdefault` would): nothing for a cell that sets none."""
+    has none (as `setdefault` would): nothing for a cell that sets none. (A reduced script's is
+    harness.reduce.script.env_lines: the variables the reduction kept, set outright.)"""
     if not env:
         return []
     return ["import os", f"os.environ.update({{k: v for k, v in {dict(env)!a}.items() if k not in os.environ}})"]

@@ -356,3 +356,20 @@ def test_the_exporters_environment_preamble_is_never_frozen():
     assert frozen.statements and frozen.calls
     assert not [c for c in frozen.calls if "environ" in c or ".items()" in c], frozen.calls
     assert not [t for t in frozen.statements if "environ" in t], frozen.statements
+
+
+def test_only_the_leading_preamble_is_left_out_of_the_frozen_checks():
+    """The preamble frozen_checks leaves out is split_script's, one definition (preamble_length): the leading
+    literals, `import os` and environment statements, not an environment statement in the script's code."""
+    from harness.reduce.script import preamble_length, split_script
+
+    source = ("CASE, CELL = 'c', 'x'\nimport os\n"
+              "os.environ.update({k: v for k, v in {'A': '1'}.items() if k not in os.environ})\n"
+              "import jax.numpy as jnp\nos.environ['B'] = '2'\n"
+              "assert os.environ['B'] == '3', 'B is ' + os.environ['B']\n")
+    tree = ast.parse(source)
+    assert preamble_length(tree) == 3
+    assert split_script(source).body.startswith("import jax.numpy as jnp\n")
+    assert split_script(source).env == {"A": "1"}
+    frozen = frozen_checks(source, [6])
+    assert frozen.statements == {"assert os.environ['B'] == '3', 'B is ' + os.environ['B']": 1}

@@ -44,7 +44,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from harness.reduce.script import env_statement
+from harness.reduce.script import env_statement, preamble_length
 from harness.reduce.signature import parents_of, statement_text
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -230,8 +230,10 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     (its script lines, outermost first)."""
     tree = ast.parse(source)
     # the cell's variables are the exporter's preamble, not the script's code (`{...}.items()`, `k not in
-    # os.environ`): the reducer writes them anew, so a frozen call or check there would reject every candidate
-    tree.body = [s for s in tree.body if env_statement(s) is None]
+    # os.environ`): the reducer writes them anew, so a frozen call or check there would reject every candidate.
+    # The preamble as split_script reads it; an environment statement in the code stays the code's
+    head = preamble_length(tree)
+    tree.body = [s for i, s in enumerate(tree.body) if i >= head or env_statement(s) is None]
     checks = _Checks(tree)
     parents = parents_of(tree)
     ran = _ran_checks(tree, frames, checks)

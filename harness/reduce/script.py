@@ -100,24 +100,24 @@ def _facts(node: ast.stmt) -> dict[str, str] | None:
     return {n.id: v.value for n, v in zip(names, values)}  # type: ignore[attr-defined]
 
 
+def preamble_length(tree: ast.Module) -> int:
+    """How many statements lead tree.body as the exporter's preamble (provenance literals, `import os`, the
+    environment statements): the script's code starts at this index."""
+    for i, node in enumerate(tree.body):
+        plain_os = isinstance(node, ast.Import) and [(a.name, a.asname) for a in node.names] == [("os", None)]
+        if env_statement(node) is None and not plain_os and _facts(node) is None:
+            return i
+    return len(tree.body)
+
+
 def split_script(source: str) -> Parts:
     """The script's leading provenance literals and environment preamble, and the code after them."""
     tree = ast.parse(source)
     parts = Parts()
-    first = len(tree.body)
-    for i, node in enumerate(tree.body):
-        env = env_statement(node)
-        if env is not None:
-            parts.env.update({k: v for k, v in env.items() if is_env_name(k)})
-            continue
-        if isinstance(node, ast.Import) and [(a.name, a.asname) for a in node.names] == [("os", None)]:
-            continue
-        facts = _facts(node)
-        if facts is not None:
-            parts.facts.update(facts)
-            continue
-        first = i
-        break
+    first = preamble_length(tree)
+    for node in tree.body[:first]:
+        parts.env.update({k: v for k, v in (env_statement(node) or {}).items() if is_env_name(k)})
+        parts.facts.update(_facts(node) or {})
     lines = source.splitlines()
     start = len(lines)
     if first < len(tree.body):

@@ -200,6 +200,8 @@ def _call(kind: str, target: str) -> list[str]:
     if kind == "inplace":
         return [f"{target} = pt.tree_leaves((a[0], {_TORCH_CALL[kind]}))  # the tensor, then the result"]
     return [_TORCH_CALL[kind], f"{target} = pt.tree_leaves(a[2])"]
+
+
 _TRACED_RETURN = {"op": [f"return tuple(out) if type(out := {_TORCH_CALL['op']}).__module__ == 'torch.return_types' else out"],
                   "inplace": [f"return a[0], {_TORCH_CALL['inplace']}"],
                   "out": [_TORCH_CALL["out"], "return a[2]"]}

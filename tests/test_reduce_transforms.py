@@ -197,6 +197,22 @@ def test_the_exported_header_is_read_as_data_and_written_back_shorter():
     assert assemble({}, "print(os.sep)\n") == "import os\nprint(os.sep)\n"  # the code's own use of os
 
 
+def test_a_reduced_script_read_back_has_its_header_as_facts_and_is_written_the_same():
+    """split_script on a CASE.min.py: the header (PASSES_IN or CHECKED_BY beside CELL) and the variables are
+    the preamble, the code starts at the code; written again from what was read, the same text."""
+    parts = split_script(EXPORTED)
+    body = "import jax\njax.devices()\n"
+    env = {"XLA_FLAGS": parts.env["XLA_FLAGS"]}
+    for passes_in, frozen in ((["jax053-cpu"], False), ([], True)):
+        text = reduced_script(parts.facts, env, body, passes_in, frozen)
+        again = split_script(text)
+        assert again.body == body and again.env == env
+        assert again.facts.get("PASSES_IN") == (passes_in[0] if passes_in else None)
+        assert ("CHECKED_BY" in again.facts) is frozen
+        assert again.facts["KNOWN_ISSUE"].startswith("jax-28260-") and again.facts["INSTALL"].startswith("pip install")
+        assert reduced_script(again.facts, again.env, again.body, passes_in, frozen) == text  # nothing twice
+
+
 def _comments(text: str) -> list[str]:
     return [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline) if tok.type == tokenize.COMMENT]
 

@@ -26,8 +26,9 @@ from typing import Mapping
 from harness.reduce.names import undefined_names
 from harness.report.grammar import is_env_name, is_node_id, pip_words
 
-# The exporter's header literals (harness.report.standalone.HEADER_NAMES), kept here by name only.
-FACT_NAMES = ("CASE", "CELL", "KNOWN_ISSUE", "INSTALL", "INSTALL_NOTE", "SOURCES", "EXAMPLE")
+# The exporter's header literals (harness.report.standalone.HEADER_NAMES), kept here by name only, and the
+# reduced script's own (`provenance`): a CASE.min.py read back has the same preamble as the script it came from.
+FACT_NAMES = ("CASE", "CELL", "KNOWN_ISSUE", "INSTALL", "INSTALL_NOTE", "SOURCES", "EXAMPLE", "PASSES_IN", "CHECKED_BY")
 # The reduced script's one fixed comment line: no value of the results is ever in it.
 REDUCED_HEAD = ("# Reduced reproducer (xla-seams): exit 1 as CASE's full script does in CELL (the same exception, message"
                 " and statement), 0 once fixed (as in PASSES_IN). Env: INSTALL.")

@@ -271,3 +271,53 @@ def test_a_workers_finished_scripts_reach_the_harness_before_its_part_ends(tmp_p
     got = take_outcomes(tmp_path, read)
     assert [(p, Outcome(**r)) for p, r in got] == [(str(tmp_path / "a.py"), out)]
     assert take_outcomes(tmp_path, read) == []  # read once
+
+
+def test_checkpoints_write_each_reduction_once_and_end_where_one_write_would(tmp_path, monkeypatch):
+    """report --reduce's writer: a checkpoint after each script, then the end; every CASE.min.py and
+    CASE.md is written once (a default run's checkpoints had rewritten all done so far, about 29 times),
+    an earlier batch's reduction is cleared (its CASE.md written again without it), and the set ends as
+    one write of the whole batch leaves it."""
+    import shutil
+    from collections import Counter
+
+    import harness.reduce.batch as batch
+    import harness.safeio as safeio
+    from harness.reduce.batch import Outcome, ReductionWriter, min_path, write_reductions
+
+    (tmp_path / "a").mkdir()
+    scripts = _report_with_scripts(tmp_path / "a", 4)
+    jobs = [Job(s, "jax060-cpu") for s in scripts]
+    stale = sorted_jobs(jobs)[1].script
+    min_path(stale).write_text("# an earlier batch's reduction\n")
+    shutil.copytree(tmp_path / "a", tmp_path / "b", symlinks=True)
+
+    def outcome(job):
+        source = job.script.read_text()
+        refused = job.script.name == stale.name  # reduced again and refused: its earlier reduction goes
+        return Outcome(job.script.name, job.cell, len(source.splitlines()), lines_after=None if refused else 1,
+                       source=source, refused="flaky signature" if refused else None,
+                       text=None if refused else f"raise SystemExit({job.script.name.count('1')})\n")
+
+    monkeypatch.setattr(batch, "_one", lambda job, server, budget_s, say, seeds=None: outcome(job))
+    monkeypatch.setattr(batch, "CHECKPOINT_S", 0.0)
+    written: Counter = Counter()
+    real = safeio.atomic_write
+    monkeypatch.setattr(safeio, "atomic_write", lambda path, *a, **k: (written.update([Path(path).name]), real(path, *a, **k))[1])
+    write = ReductionWriter(merge=False, say=lambda m: None)
+    outcomes = batch.reduce_jobs(jobs, 5, say=lambda m: None, checkpoint=write)
+    write(jobs, outcomes)
+    assert write.calls >= 3  # the checkpoints did write as the batch went
+    per_file = {n: c for n, c in written.items() if n != "reduce.json"}
+    # the cleared one's CASE.md twice: at the first write (without the earlier reduction, were the batch
+    # killed then) and with its own outcome
+    assert per_file.pop(stale.with_suffix(".md").name) == 2
+    assert per_file and set(per_file.values()) == {1}, per_file
+    assert {n for n in per_file if n.endswith(".md")} | {stale.with_suffix(".md").name} == {
+        j.script.with_suffix(".md").name for j in jobs}
+    monkeypatch.setattr(safeio, "atomic_write", real)
+    once = [Job(tmp_path / "b" / s.relative_to(tmp_path / "a"), "jax060-cpu") for s in scripts]
+    write_reductions(once, [outcome(j) for j in sorted_jobs(once)], merge=False, say=lambda m: None)
+    a, b = (sorted((p.name, p.read_bytes()) for p in (tmp_path / d / "out" / "repro").iterdir()) for d in "ab")
+    assert a == b
+    assert not min_path(stale).exists() and "earlier batch" not in stale.with_suffix(".md").read_text()

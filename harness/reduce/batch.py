@@ -515,9 +515,10 @@ def _minimal(script: Path, case_id: str, cell: dict[str, Any], r: dict[str, Any]
     return check
 
 
-def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> int:
-    """CASE.md again for every result with a CASE.min.py, the reduced script first, and for the scripts
-    named in `also` (reduced again and refused: CASE.md without the reduced script); returns how many."""
+def rewrite_markdown(report_dir: Path, names: frozenset[str]) -> int:
+    """CASE.md again for each result whose script `names` holds: the reduced script first where it has a
+    CASE.min.py, else as `harness report` wrote it (reduced again and refused, or its earlier reduction
+    cleared); returns how many."""
     from harness.report.diff import load_report
     from harness.report.repro import repro_files, repro_markdown, script_for, since_for
     from harness.safeio import atomic_write
@@ -527,10 +528,10 @@ def rewrite_markdown(report_dir: Path, also: frozenset[str] = frozenset()) -> in
     n = 0
     for case_id, cell, r, name in repro_files(report, limit=None):  # report --reduce writes past the cap
         stem = name.removesuffix(".md")
+        if f"{stem}.py" not in names:
+            continue
         reduced = report_dir / "repro" / f"{stem}.min.py"
         have = reduced.is_file() and not reduced.is_symlink()
-        if not have and f"{stem}.py" not in also:
-            continue
         script = script_for(case_id, cells[cell], r)
         md = repro_markdown(case_id, cells[cell], r, script, f"{stem}.py",  # the title as report wrote it (since when)
                             reduced=reduced.read_text(encoding="utf-8") if have else None, reduced_name=reduced.name,
@@ -591,9 +592,9 @@ def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable
     """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
     jobs = report_jobs(report_dir)
     check_outputs([j.script for j in jobs])
-    outcomes = reduce_jobs(jobs, budget_s, say, workers,
-                           checkpoint=lambda done, outs: write_reductions(done, outs, merge=False, say=say))
-    write_reductions(jobs, outcomes, merge=False, say=say)
+    write = ReductionWriter(merge=False, say=say)
+    outcomes = reduce_jobs(jobs, budget_s, say, workers, checkpoint=write)
+    write(jobs, outcomes)
     return outcomes
 
 
@@ -660,6 +661,7 @@ def write_reductions(jobs: list[Job], outcomes: list[Outcome], merge: bool, say:
             for p in list(repro.glob("*.min.py")) if repro.is_dir() else []:
                 if not merge or p.name.removesuffix(".min.py") + ".py" in names:
                     p.unlink()  # an earlier reduction this batch does not produce
+                    names.add(p.name.removesuffix(".min.py") + ".py")  # its CASE.md, without it
             for job, out in done:
                 if out.text is None:
                     continue
@@ -672,6 +674,27 @@ def write_reductions(jobs: list[Job], outcomes: list[Outcome], merge: bool, say:
             if repro.is_dir():
                 write_figures(repro, [o for _, o in done], merge=merge)
                 rewrite_markdown(stage, frozenset(names))
+
+
+class ReductionWriter:
+    """write_reductions for a batch's checkpoints and its end: each call writes only the outcomes no
+    call before it wrote, since the report set holds those already (each call switches a whole set in).
+    A default run's checkpoints (every CHECKPOINT_S, about 29 in 2.5 h) had rewritten every CASE.min.py
+    and CASE.md done so far each time. merge=False (report --reduce): the first call clears an earlier
+    batch's reductions and reduce.json, the later ones add to what it wrote."""
+
+    def __init__(self, merge: bool, say: Callable[[str], None] = print):
+        self.merge, self.say = merge, say
+        self.written: set[str] = set()
+        self.calls = 0
+
+    def __call__(self, jobs: list[Job], outcomes: list[Outcome]) -> None:
+        new = [(j, o) for j, o in zip(sorted_jobs(jobs), outcomes) if str(j.script) not in self.written]
+        if not new and self.calls:
+            return
+        write_reductions([j for j, _ in new], [o for _, o in new], merge=self.merge or self.calls > 0, say=self.say)
+        self.calls += 1
+        self.written.update(str(j.script) for j, _ in new)
 
 
 def summary(outcomes: list[Outcome]) -> str:

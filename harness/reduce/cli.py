@@ -62,6 +62,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     """0 when every script was reduced, 1 when one was refused (it does not fail, or flakily)."""
     from harness.reduce.batch import (
         Job,
+        ReductionWriter,
         cell_named,
         check_outputs,
         recover_set,
@@ -69,7 +70,6 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         report_jobs,
         scripts_left,
         summary,
-        write_reductions,
     )
 
     scripts = scripts_left(args.scripts) if args.rest else args.scripts
@@ -95,8 +95,8 @@ def cmd_reduce(args: argparse.Namespace) -> int:
                 case_id, contrast, minimal = found.case_id, contrast or found.contrast, found.minimal
         jobs.append(Job(script, cell, case_id, contrast, minimal))
     check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
-    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs,  # what is done is written as it goes, too
-                           checkpoint=lambda done, outs: write_reductions(done, outs, merge=True))
+    write = ReductionWriter(merge=True)  # what is done is written as it goes, too, each script once
+    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs, checkpoint=write)
     print(summary(outcomes))
-    write_reductions(jobs, outcomes, merge=True)  # the report set's repro/, switched in whole
+    write(jobs, outcomes)  # the rest: the report set's repro/, switched in whole
     return 0 if all(o.refused is None for o in outcomes) else 1

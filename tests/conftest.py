@@ -60,9 +60,10 @@ def fidelity_report(tmp_path_factory) -> Path:
     if given:
         return Path(given)
     out = tmp_path_factory.mktemp("fidelity")
-    cells = [] if os.environ.get("SEAMS_FIDELITY") == "all" else [
-        a for c in load_matrix(MATRICES_DIR / "default.yaml").cells
-        if not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"} for a in ("--cell", c.name)]
+    from tests.test_standalone_fidelity import in_scope
+
+    matrix = {c.name: c for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
+    cells = [] if os.environ.get("SEAMS_FIDELITY") == "all" else [a for n in sorted(in_scope(matrix)) for a in ("--cell", n)]
     cmd = [sys.executable, "-m", "harness", "run", *cells, "--out", str(out / "results"),
            "--report-dir", str(out / "report"), "--", *_known_issue_ids()]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=3000)

@@ -33,7 +33,7 @@ from harness.cells.matrix import load_matrix
 from harness.judge.expectations import load_expectations
 from harness.paths import MATRICES_DIR
 from harness.report.repro import safe_name
-from tests.test_standalone_fidelity import FAILING_RAW, _everything, _fixing_pairs, _run_cell
+from tests.test_standalone_fidelity import FAILING_RAW, _fixing_pairs, _run_cell, in_scope
 from tests.test_standalone_length import SHORT_OP_BOUND
 
 pytestmark = pytest.mark.e2e
@@ -130,7 +130,7 @@ def test_reduced_scripts_are_within_the_length_targets(reduced_report):
     budget (SEAMS_REDUCE_BUDGET unset, or a report `harness report --reduce` made)."""
     figures = json.loads((reduced_report / "repro" / "reduce.json").read_text())
     cells = {c.name: c for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
-    checked = {n for n, c in cells.items() if _everything() or not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"}}
+    checked = in_scope(cells)
     # an op script minimal by construction is not reduced (one signature run): its bound is the exporter's
     built = [o for o in figures if o.get("by_construction") and o.get("cell") in checked]
     coexist = _coexist_bounds(reduced_report)  # a coexist script's bound is its own (a census lists its APIs)
@@ -173,9 +173,9 @@ def test_the_failure_is_read_from_a_traceback():
 
 
 def _failing(report: dict, cells: dict) -> list[tuple[str, str, dict]]:
+    scope = in_scope(cells)
     return [(cell, case["id"], r) for case in report["cases"] for cell, r in case["results"].items()
-            if r["raw"] in FAILING_RAW and cell in cells and (_everything() or not set(cells[cell].pins) & {
-                "torch", "torch_xla", "torch-xla", "torchax"})]
+            if r["raw"] in FAILING_RAW and cell in scope]
 
 
 def test_every_reduced_script_keeps_the_full_scripts_signature(reduced_report, tmp_path):
@@ -249,8 +249,7 @@ def test_every_reduced_script_keeps_the_full_scripts_signature(reduced_report, t
 def test_reduced_scripts_of_fixed_known_issues_pass_on_the_fixing_release(reduced_report, tmp_path):
     report = json.loads((reduced_report / "report.json").read_text())
     matrix = {c.name: c for c in load_matrix(MATRICES_DIR / "default.yaml").cells}
-    allowed = {n for n, c in matrix.items()
-               if _everything() or not set(c.pins) & {"torch", "torch_xla", "torch-xla", "torchax"}}
+    allowed = in_scope(matrix)
     by_cell: dict[str, list[tuple[str, Path]]] = {}
     for exp_id, case_id, bad, good in _fixing_pairs(report, allowed):
         small = reduced_report / "repro" / f"{safe_name(bad)}__{safe_name(case_id)}.min.py"

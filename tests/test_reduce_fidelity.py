@@ -77,6 +77,17 @@ MAX_LINES, MEDIAN_LINES = 30, 15
 LONGER: dict[str, tuple[int, str]] = {
     "suites_shard_map_test_properties.py_test_replicated_primal_linearize_transpose_": (
         34, "on the bound: 30 lines unhurried, 25-31 over six batches at load 4-10 (budget-bound compiles)"),
+    # torchax 0.0.13 (where the masked assignment the other cells fail on works): the case fails its own
+    # check, the running stats torchax#22 leaves unchanged, in every cell that has torchax 0.0.13, so it is
+    # reduced under frozen checks. What they hold stays whole: both paths' buffer comparisons and their
+    # message, _host, Observe, to_numpy, TOL, `run = _run_all(...)` as written (a check's input) and
+    # `updated`, which torchax runs. A script written by hand under the same rules (the module down to its
+    # BatchNorm1d, no step table, no entry-point helper) is 77 lines and the reducer's predicate keeps it; the
+    # reducer ends at 97 at the default budget (whole run of 2026-11-29) and at 90 with --budget 1200 (621 s,
+    # 1,321 runs), its search unable to fold the step table's dispatch into the one step it runs.
+    **{f"{cell}__suites_torchax_ops_test_modules.py_test_generated_forward_updates_buffers_as_torch_eager": (
+        100, "frozen checks (torchax#22 open in every torchax 0.0.13 cell): 77 lines by hand under the same "
+             "rules, 97 at the default budget, 90 at 1200 s") for cell in ("torchax0013-cpu", "torchax0013jax0102-cpu")},
     "suites_torchax_ops_test_modules.py_test_generated_forward_": (
         60, "the generated module, two steps of its table, extract_jax and torchax's t2j / entry-point helpers "
             "stay: 48 lines at the budget; 58 in the whole default run of 2026-11-29 (forward and buffers, xla27-cpu)"),
@@ -172,6 +183,23 @@ def test_the_failure_is_read_from_a_traceback():
     assert _failure("no traceback here") == ("", "")
 
 
+def _crashed_at(script: Path, output: str) -> str | None:
+    """The script's statement where it was killed, as the reducer's signature says it (None: no dump)."""
+    from harness.reduce.signature import dumped_lines, statement_at
+
+    lines = dumped_lines(output, script.name)
+    return statement_at(script.read_text(), lines[0]) if lines else None
+
+
+def test_a_crash_is_placed_at_the_scripts_statement_from_faulthandlers_dump(tmp_path):
+    script = tmp_path / "m0.py"
+    script.write_text("import os\nx = 1\nos.abort()\n")
+    dump = (f'Fatal Python error: Aborted\n\nCurrent thread 0x00007f (most recent call first):\n'
+            f'  File "{script}", line 3 in <module>\n')
+    assert _crashed_at(script, dump) == "os.abort()"
+    assert _crashed_at(script, "no dump") is None
+
+
 def _failing(report: dict, cells: dict) -> list[tuple[str, str, dict]]:
     scope = in_scope(cells)
     return [(cell, case["id"], r) for case in report["cases"] for cell, r in case["results"].items()
@@ -224,8 +252,13 @@ def test_every_reduced_script_keeps_the_full_scripts_signature(reduced_report, t
             f, m = work / f"f{i}.py", work / f"m{i}.py"
             f_out, m_out = (Path(f"{p}.out").read_text(errors="replace") for p in (f, m))
             exp = expectations.get((r.get("expectation") or {}).get("id", ""))
-            same = codes[str(f)] == codes[str(m)] != 0 and _failure(f_out) == _failure(m_out) != ("", "")
-            if same and exp is not None and exp.match:
+            crash = codes[str(f)] < 0
+            if crash:  # the same signal, at the same statement (faulthandler's dump), as the reducer's signature
+                # says a crash (a known issue's match reads the case's record, `SIGABRT`: no script prints it)
+                same = codes[str(f)] == codes[str(m)] and _crashed_at(f, f_out) == _crashed_at(m, m_out) is not None
+            else:
+                same = codes[str(f)] == codes[str(m)] != 0 and _failure(f_out) == _failure(m_out) != ("", "")
+            if same and not crash and exp is not None and exp.match:
                 same = bool(re.search(exp.match, m_out))
             if same:
                 kept += 1

@@ -57,6 +57,8 @@ _DRIVER = textwrap.dedent('''
             fd = os.open(script + ".out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fd, 1)
             os.dup2(fd, 2)
+            import faulthandler
+            faulthandler.enable()  # a crash's dump names the script's line it died at (a reduced crash keeps it)
             signal.alarm(int(os.environ["FIDELITY_TIMEOUT_S"]))
             code = 0
             try:

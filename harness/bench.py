@@ -13,7 +13,8 @@ within the same run, since this machine's noise moves absolute numbers):
   parallel  warm `run -j 1` vs the default -j, alternated in one run: the default matrix, and
           the jax sweep (--sweep-spec) over the jax-only families once
   reduce  `harness report --reduce` over a run's results (--reduce-results DIR, else a fresh run of the
-          default matrix's jax-only cells): how many reduce, lines before/after, seconds per script
+          default matrix's jax-only cells): how many reduce, lines before/after, seconds per script;
+          then again with the reductions the first run kept (harness.reduce.memo): the warm wall time
   xdist   one cell (--cell) running the generated (hypothesis) families of the jax-only suites
           with --xdist 0 vs --xdist 2, alternated, under the `ci` and the `nightly` profile
 """
@@ -327,16 +328,24 @@ def bench_reduce(results: Path | None) -> dict:
             cells = [a for c in JAX_ONLY_CELLS for a in ("--cell", c)]
             _run([sys.executable, "-m", "harness", "run", *cells, "--out", f"{d}/run", "--no-report"])
             results = Path(d) / "run" / "results"
+        # cold: no earlier batch's reductions (an empty SEAMS_REDUCE_CACHE); warm: again, taking what the
+        # cold run kept (harness.reduce.memo), as a nightly does where the scripts and envs did not change
+        memo = {"SEAMS_REDUCE_CACHE": f"{d}/reductions"}
         t = time.perf_counter()
-        proc = _run([sys.executable, "-m", "harness", "report", str(results), "--out", f"{d}/report", "--reduce"])
+        proc = _run([sys.executable, "-m", "harness", "report", str(results), "--out", f"{d}/report", "--reduce"], memo)
         wall = time.perf_counter() - t
+        t = time.perf_counter()
+        _run([sys.executable, "-m", "harness", "report", str(results), "--out", f"{d}/again", "--reduce"], memo)
+        warm = time.perf_counter() - t
         figures = json.loads((Path(d) / "report/repro/reduce.json").read_text())
+        reused = sum(o.get("reused") is True for o in json.loads((Path(d) / "again/repro/reduce.json").read_text()))
     done = [o for o in figures if o["lines_after"] is not None]
     after = sorted(o["lines_after"] for o in done)
     before = sorted(o["lines_before"] for o in done)
     torch = [o for o in done if not o["cell"].startswith("jax")]
     jax = [o for o in done if o["cell"].startswith("jax")]
-    return {"wall_s": round(wall, 1), "scripts": len(figures), "reduced": len(done),
+    return {"wall_s": round(wall, 1), "warm_wall_s": round(warm, 1), "reused_when_warm": reused,
+            "scripts": len(figures), "reduced": len(done),
             "refused": {o["script"]: o["refused"] for o in figures if o["refused"]},
             "lines_before": before, "lines_after": after,
             "median_before": statistics.median(before) if before else None,
@@ -424,6 +433,8 @@ def _print_table(r: dict) -> None:
         rd = r["reduce"]
         rows.append((f"report --reduce, {rd['scripts']} scripts (s)", f"{rd['wall_s']:.0f}",
                      f"{rd['reduced']} reduced; median lines {rd['median_before']} -> {rd['median_after']}"))
+        rows.append(("report --reduce again, earlier reductions kept (s)", f"{rd['warm_wall_s']:.0f}",
+                     f"{rd['reused_when_warm']} taken again after one run each"))
     for name in SECTIONS:
         if name in r and "error" in r[name]:
             rows.append((name, "error", r[name]["error"][:100]))

@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Conformance and regression suite for the JAX <-> PyTorch/XLA seams: run scenario "
                     "suites in exact version cells, judge results against known upstream issues, "
                     "report, diff and bisect.")
-    from harness.reduce.cli import add_reduce_parser, workers_arg  # the parser module alone: nothing heavy
+    from harness.reduce.cli import REUSE_HELP, add_reduce_parser, workers_arg  # the parser module alone: nothing heavy
 
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(sub)
@@ -214,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "not the first 500")
     p.add_argument("-j", "--jobs", type=workers_arg, default=1, metavar="N",
                    help="with --reduce: reduce in N processes at once (see `harness reduce --help`)")
+    p.add_argument("--no-reuse", action="store_true", help="with --reduce: " + REUSE_HELP)
 
     p = sub.add_parser("diff", help="compare two report.json files: regressed, fixed, new, gone, drift")
     p.add_argument("old", type=Path)
@@ -536,13 +537,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError(f"{', '.join(map(str, args.results))}: no results files (*.jsonl) there; run some cells first")
     if args.jobs != 1 and not args.reduce:
         raise UserError(f"-j {args.jobs}: reduces in that many processes, so it needs --reduce")
+    if args.no_reuse and not args.reduce:
+        raise UserError("--no-reuse: says how --reduce searches, so it needs --reduce")
     # --reduce: every failing result gets its script (the cap would leave a default run's op cases out)
     code = report_command(paths, args.out, args.expectations, baseline=args.baseline, latest_run=args.latest_run,
                           **({"repro_limit": None} if args.reduce else {}))
     if args.reduce:
         from harness.reduce.batch import reduce_report, summary
+        from harness.reduce.cli import memo_folder
 
-        print(summary(reduce_report(args.out, workers=args.jobs)))
+        print(summary(reduce_report(args.out, workers=args.jobs, memo_dir=memo_folder(args.no_reuse))))
     return code
 
 

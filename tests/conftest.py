@@ -3,19 +3,27 @@
 
 The tests build cells named drill-gpu, secret-cpu, bisect.seamtoy...: those envs, bisect answers
 and clones go to a cache of the tests' own ($SEAMS_TEST_CACHE, default ~/.cache/xla-seams-tests),
-never into the user's ~/.cache/xla-seams. uv's download cache stays shared, so a warm machine
+never into the user's ~/.cache/xla-seams; kept reductions to a folder of the session's own. uv's download cache stays shared, so a warm machine
 builds them from local wheels. Set here, at import, so every subprocess a test starts inherits it.
 """
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 TEST_CACHE = Path(os.environ.get("SEAMS_TEST_CACHE") or Path.home() / ".cache" / "xla-seams-tests")
 os.environ["SEAMS_ENVS_DIR"] = str(TEST_CACHE / "envs")
 os.environ["SEAMS_BISECT_CACHE"] = str(TEST_CACHE / "bisect")
 os.environ["SEAMS_REPOS_DIR"] = str(TEST_CACHE / "repos")
+# Earlier batches' reductions (harness.reduce.memo): this session's own, empty at its start, so a test's
+# `harness reduce` searches unless the test itself reduced the same script before.
+_REDUCTIONS = tempfile.mkdtemp(prefix="seams-test-reductions-")
+atexit.register(shutil.rmtree, _REDUCTIONS, True)
+os.environ["SEAMS_REDUCE_CACHE"] = _REDUCTIONS
 
 import pytest  # noqa: E402
 

@@ -486,3 +486,41 @@ def test_case_md_written_again_keeps_the_title_report_wrote(tmp_path):
     md.write_text("stale\n")
     assert rewrite_markdown(tmp_path / "out", frozenset({md.name.removesuffix(".md") + ".py"})) == 1
     assert md.read_text() == before
+
+
+def test_an_earlier_batchs_reduction_is_taken_again_only_where_one_run_shows_it_still_holds(tmp_path):
+    """harness.reduce.memo: the same script in the same envs at the same budget takes the last batch's
+    reduction after one run in its cell (no search); a record whose code no longer fails as recorded, or
+    one that does not parse, is searched again (and replaced); a changed script, budget or cell env is
+    another record."""
+    import json
+
+    from harness.reduce import memo
+    from harness.reduce.batch import Job, _one
+
+    script = tmp_path / "fake-cpu__case.py"
+    script.write_text(SCRIPT)
+    folder = tmp_path / "memo"
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "fresh", BUG="1") as fresh:
+        servers = lambda _name, _preload, is_fresh=False: fresh if is_fresh else bad  # noqa: E731
+        said: list[str] = []
+        first = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        again = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        [record] = folder.glob("*.json")
+        name = record.name.removesuffix(".json")
+        assert not first.reused and first.ran > 5 and first.text
+        assert again.reused and again.ran == 1 and again.text == first.text and again.candidates == 0
+        assert "it still holds (1 runs)" in said[-2]
+        # the record's code no longer fails as recorded: searched again, and the record is the search's
+        kept = json.loads(record.read_text())
+        record.write_text(json.dumps({**kept, "body": "print('no failure')\n"}))
+        searched = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        assert not searched.reused and searched.text == first.text and json.loads(record.read_text()) == kept
+        record.write_text("{not json")
+        assert not _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder).reused
+        key = memo.key(SCRIPT, bad, [], None, 60)
+        assert key == name  # the batch's key: the script, the cell's interpreter and variables, no contrast, the budget
+        with _server(tmp_path, "other", BUG="2") as other:
+            assert len({key, memo.key(SCRIPT + "\n", bad, [], None, 60), memo.key(SCRIPT, bad, [], None, 61),
+                        memo.key(SCRIPT, other, [], None, 60), memo.key(SCRIPT, bad, [other], None, 60)}) == 5
+        assert not _one(Job(script, "fake-cpu"), servers, 60, said.append, [], None).reused  # --no-reuse

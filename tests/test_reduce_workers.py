@@ -129,7 +129,7 @@ def test_a_batch_killed_half_way_keeps_what_its_checkpoints_wrote(tmp_path, monk
     jobs = [Job(s, "jax060-cpu") for s in scripts]
     calls: list[int] = []
 
-    def fake_one(job, server, budget_s, say, seeds=None):
+    def fake_one(job, server, budget_s, say, seeds=None, memo_dir=None):
         if len(calls) == 2:
             raise KeyboardInterrupt  # the operator's Ctrl-C, or a kill, during the third script
         calls.append(1)
@@ -204,7 +204,7 @@ def test_each_part_takes_the_other_parts_reductions_before_each_script(tmp_path,
 
     given: list[list[str]] = []
 
-    def fake_one(job, server, budget_s, say, seeds=None):
+    def fake_one(job, server, budget_s, say, seeds=None, memo_dir=None):
         given.append([s.body for s in seeds])
         seeds.insert(0, _reduction(f"mine({len(given)})", "own N"))
         return Outcome(job.script.name, job.cell, 3)
@@ -226,7 +226,7 @@ def test_a_case_another_process_is_reducing_waits_for_its_seed_at_the_end_of_the
 
     order: list[str] = []
 
-    def fake_one(job, server, budget_s, say, seeds=None):
+    def fake_one(job, server, budget_s, say, seeds=None, memo_dir=None):
         order.append(job.script.name)
         assert [p.name for p in tmp_path.glob(f"claim-*-{os.getpid()}")] == [f"claim-{_key(job.case_id)}-{os.getpid()}"]
         return Outcome(job.script.name, job.cell, 3)
@@ -246,7 +246,7 @@ def test_each_scripts_first_line_says_how_far_its_part_is(tmp_path, monkeypatch)
     import harness.reduce.batch as batch
     from harness.reduce.batch import Outcome
 
-    def fake_one(job, server, budget_s, say, seeds=None):
+    def fake_one(job, server, budget_s, say, seeds=None, memo_dir=None):
         say(f"reduce {job.script.name}")
         say("  detail")
         return Outcome(job.script.name, job.cell, 3)
@@ -299,7 +299,7 @@ def test_checkpoints_write_each_reduction_once_and_end_where_one_write_would(tmp
                        source=source, refused="flaky signature" if refused else None,
                        text=None if refused else f"raise SystemExit({job.script.name.count('1')})\n")
 
-    monkeypatch.setattr(batch, "_one", lambda job, server, budget_s, say, seeds=None: outcome(job))
+    monkeypatch.setattr(batch, "_one", lambda job, server, budget_s, say, seeds=None, memo_dir=None: outcome(job))
     monkeypatch.setattr(batch, "CHECKPOINT_S", 0.0)
     written: Counter = Counter()
     real = safeio.atomic_write

@@ -35,6 +35,7 @@ from harness.errors import UserError
 from harness.reduce.checks import ORACLE
 from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
+from harness.reduce import memo
 from harness.reduce import shared as folder
 from harness.reduce.reducer import NotReducible, reduce_script
 from harness.reduce.script import split_script
@@ -75,6 +76,7 @@ class Outcome:
     seeded: bool = False  # the reduced code of an earlier script with the same signature was kept
     oracle: str = ""  # beside the signature: "contrast cell", "frozen checks" (the script's own, no passing cell) or ""
     by_construction: str | None = None  # minimal by construction: the one check the script keeps (run once, not searched)
+    reused: bool = False  # an earlier batch's reduction of this very script and envs (harness.reduce.memo), run again
     signature: str | None = None  # what the signature run gave (a script minimal by construction)
     # Not recorded in reduce.json: the reduced script (None when refused) and the script it was reduced from,
     # for write_reductions (which writes CASE.min.py only beside the same script).
@@ -156,16 +158,18 @@ Checkpoint = Callable[[list[Job], list[Outcome]], None]
 
 
 def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[str], None] = print,
-                workers: int = 1, checkpoint: Checkpoint | None = None) -> list[Outcome]:
+                workers: int = 1, checkpoint: Checkpoint | None = None, memo_dir: Path | None = None) -> list[Outcome]:
     """Reduce every job's script; the outcomes come back in sorted_jobs order, each with its reduced text
     (write_reductions writes them). workers > 1: that many processes at once, each reducing whole parts
     of the batch (parts_for_workers) with fork servers of its own; progress lines then come from each.
     checkpoint(done jobs, their outcomes), in sorted_jobs order: everything reduced so far, called every
-    CHECKPOINT_S seconds at most (after each part under workers > 1), so the caller can write it."""
+    CHECKPOINT_S seconds at most (after each part under workers > 1), so the caller can write it.
+    memo_dir: where earlier batches' reductions are kept (harness.reduce.memo), each taken again where it
+    still holds; None: every script is searched."""
     ordered = sorted_jobs(jobs)
     parts = parts_for_workers(ordered, workers)
     if len(parts) <= 1:
-        return _reduce_in_order(ordered, budget_s, say, checkpoint)
+        return _reduce_in_order(ordered, budget_s, say, checkpoint, memo_dir=memo_dir)
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -203,7 +207,7 @@ def reduce_jobs(jobs: list[Job], budget_s: float | None = None, say: Callable[[s
                 checkpoint([ordered[i] for i in done], [outcomes[i] for i in done])  # type: ignore[misc]
 
         try:
-            futures = {pool.submit(_part, part, budget_s, Path(shared)): part for part in parts}  # the largest first
+            futures = {pool.submit(_part, part, budget_s, Path(shared), memo_dir): part for part in parts}  # the largest first
             started = last = time.monotonic()
             pending = set(futures)
             while pending:
@@ -267,9 +271,9 @@ def _worker_signal(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
-def _part(part: list[Job], budget_s: float | None, shared: Path) -> list[Outcome]:
+def _part(part: list[Job], budget_s: float | None, shared: Path, memo_dir: Path | None = None) -> list[Outcome]:
     """One part, in a -j worker."""
-    return _reduce_in_order(part, budget_s, _whole_line, None, shared)
+    return _reduce_in_order(part, budget_s, _whole_line, None, shared, memo_dir)
 
 
 def _whole_line(message: str) -> None:
@@ -296,7 +300,8 @@ def parts_for_workers(ordered: list[Job], workers: int) -> list[list[Job]]:
 
 
 def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[str], None],
-                     checkpoint: Checkpoint | None = None, shared: Path | None = None) -> list[Outcome]:
+                     checkpoint: Checkpoint | None = None, shared: Path | None = None,
+                     memo_dir: Path | None = None) -> list[Outcome]:
     """Reduce the jobs one after another, in this order (one fork server per cell and imports, shared by
     its scripts; each reduction seeds the later ones with the same signature); checkpoint as reduce_jobs.
     shared: a folder the batch's processes publish their reductions in, each taken as a seed here too."""
@@ -347,7 +352,7 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
                 try:
                     where = f"[{job.cell} {len(done) + 1}/{len(ordered)}] "  # a batch of hours: how far this part is
                     done[i] = _one(job, server, budget_s, lambda m, w=where: say(w + m if not m.startswith(" ") else m),
-                                   seeds)
+                                   seeds, memo_dir=memo_dir)
                 finally:
                     if claim is not None:
                         claim.unlink(missing_ok=True)
@@ -424,7 +429,7 @@ OPINFO = "torch.testing._internal.common_methods_invocations"
 
 
 def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
-         say: Callable[[str], None], seeds: list | None = None) -> Outcome:
+         say: Callable[[str], None], seeds: list | None = None, memo_dir: Path | None = None) -> Outcome:
     source = job.script.read_text(encoding="utf-8", errors="replace")
     out = Outcome(job.script.name, job.cell, len(source.splitlines()), source=source)
     preload = heavy_imports(source)
@@ -437,10 +442,16 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     try:
         runs_it = [c for c in job.contrast if _installs(c, preload)][:MAX_CONTRAST]  # jax alone cannot run torch_xla
         contrast = [server(c, preload) for c in runs_it]
-        red = reduce_script(source, server(job.cell, preload), known_match(source), contrast=contrast,
-                            budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
-                            fresh_contrast=[server(c, preload, True) for c in runs_it],
-                            seeds=seeds or ())
+        match = known_match(source)
+        name = memo.key(source, server(job.cell, preload), contrast, match, budget) if memo_dir is not None else None
+        red = _reused(memo_dir, name, server(job.cell, preload), contrast, match, out, say)
+        if red is None:
+            red = reduce_script(source, server(job.cell, preload), match, contrast=contrast,
+                                budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
+                                fresh_contrast=[server(c, preload, True) for c in runs_it],
+                                seeds=seeds or ())
+            if memo_dir is not None and name is not None:
+                memo.store(memo_dir, name, red)
     except NotReducible as exc:
         out.refused, out.seconds = str(exc), round(time.monotonic() - start, 1)
         say(f"  refused: {exc}")
@@ -453,13 +464,34 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
                           crash=red.signature.status < 0)
     out.text = text  # written by write_reductions, with the batch's other outputs, as a whole
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
-    out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, red.ran, red.budget_hit, red.contrast
+    out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, out.ran + red.ran, red.budget_hit, red.contrast
     out.env_dropped, out.seeded, out.oracle = red.env_dropped, red.seeded, red.oracle
     if seeds is not None and all(x.body != red.body or x.signature != red.signature for x in seeds):
         seeds.insert(0, red)
     say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({red.ran} runs"
         + (", budget reached" if red.budget_hit else "") + f") -> {min_path(job.script).name}")
     return out
+
+
+def _reused(memo_dir: Path | None, name: str | None, cell: ForkServer, contrast: list[ForkServer], match: str | None,
+            out: Outcome, say: Callable[[str], None]):
+    """An earlier batch's reduction of this script in these envs, where one run in the cell and one in each
+    cell the full script passed in show it still holds (out records the runs); else None (search)."""
+    if memo_dir is None or name is None:
+        return None
+    red = memo.load(memo_dir, name)
+    if red is None:
+        return None
+    passing = [c for c in contrast if c.name in red.contrast]
+    if len(passing) != len(red.contrast):
+        return None
+    holds, out.ran = memo.still_holds(red, cell, passing, match, memo.TIMEOUT_S)
+    if not holds:
+        say(f"  an earlier batch's reduction no longer fails as recorded here ({out.ran} runs): searched again")
+        return None
+    out.reused = True
+    say(f"  an earlier batch's reduction of this script in these envs: it still holds ({out.ran} runs)")
+    return red
 
 
 def _by_construction(job: Job, source: str, out: Outcome, server: ForkServer, say: Callable[[str], None]) -> Outcome:
@@ -588,12 +620,13 @@ def _recorded(path: Path) -> set[str]:
 
 
 def reduce_report(report_dir: Path, budget_s: float | None = None, say: Callable[[str], None] = print,
-                  workers: int = 1) -> list[Outcome]:
-    """`harness report --reduce`: reduce every failing result's script of the report in report_dir."""
+                  workers: int = 1, memo_dir: Path | None = None) -> list[Outcome]:
+    """`harness report --reduce`: reduce every failing result's script of the report in report_dir
+    (memo_dir: as reduce_jobs)."""
     jobs = report_jobs(report_dir)
     check_outputs([j.script for j in jobs])
     write = ReductionWriter(merge=False, say=say)
-    outcomes = reduce_jobs(jobs, budget_s, say, workers, checkpoint=write)
+    outcomes = reduce_jobs(jobs, budget_s, say, workers, checkpoint=write, memo_dir=memo_dir)
     write(jobs, outcomes)
     return outcomes
 

@@ -55,7 +55,21 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
                         "repro/reduce.json beside it already records (reduced, minimal by construction or "
                         "refused; name a refused one without --rest to try it again), and the CASE.min.py "
                         "files a glob such as repro/*.py brings along")
+    p.add_argument("--no-reuse", action="store_true", help=REUSE_HELP)
     p.set_defaults(handler=cmd_reduce)
+
+
+REUSE_HELP = ("search every script again. By default a script reduced by an earlier batch with the same reducer, "
+              "in the same cell and contrast cell envs, at the same budget, takes that reduction again once one run "
+              "in its cell (the same signature) and one in each contrast cell (exit 0) show it still holds "
+              "(kept in $SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions; reduce.json says `reused`)")
+
+
+def memo_folder(no_reuse: bool):
+    """The folder of earlier batches' reductions, or None (--no-reuse: search every script)."""
+    from harness.reduce.memo import cache_dir
+
+    return None if no_reuse else cache_dir()
 
 
 def cmd_reduce(args: argparse.Namespace) -> int:
@@ -96,7 +110,7 @@ def cmd_reduce(args: argparse.Namespace) -> int:
         jobs.append(Job(script, cell, case_id, contrast, minimal))
     check_outputs([j.script for j in jobs])  # a symlink where an output goes: one line now, not after the work
     write = ReductionWriter(merge=True)  # what is done is written as it goes, too, each script once
-    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs, checkpoint=write)
+    outcomes = reduce_jobs(jobs, args.budget, workers=args.jobs, checkpoint=write, memo_dir=memo_folder(args.no_reuse))
     print(summary(outcomes))
     write(jobs, outcomes)  # the rest: the report set's repro/, switched in whole
     return 0 if all(o.refused is None for o in outcomes) else 1

@@ -1,0 +1,104 @@
+"""Reductions kept from one batch to the next: a nightly reduces the same failing scripts in the same
+cell envs night after night (2 h 26 min for the default run's 8,852 on 2 cores), and where nothing that
+decides a reduction changed, the last one is taken again once a run shows it still holds.
+
+What decides a reduction is the key: the reducer's own source (harness/reduce/*.py: a changed reducer
+searches again), the full script, the cell's interpreter (its env folder is NAME-HASH12, the hash of
+its pins) and variables, the contrast cells' interpreters and variables, the known issue's match and
+the budget. On a hit the reduced code runs once in the cell's fork server, where its signature must be
+the recorded one, and once in each contrast cell, where it must exit 0: the checks a search's last
+candidate passed. The variables it dropped were dropped by fresh runs of this same code in these same
+envs (as harness.reduce.reducer._same_program takes a seed's). A miss, or a record that no longer holds,
+is searched as if there were none, and the search's result replaces the record.
+
+The folder ($SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions) is the user's cache, beside
+the cell envs the harness runs and with the same trust: a record's code is a script the reducer wrote,
+and it is only ever run as a candidate under the predicate. A record is read as JSON data; one that
+does not parse, or has the wrong shape, is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from harness.reduce.reducer import Reduction
+from harness.reduce.script import assemble
+from harness.reduce.server import ForkServer
+from harness.reduce.signature import Signature, signature
+from harness.safeio import atomic_write, folder_from_env
+
+MAX_RECORD_BYTES = 1_000_000  # a reduced script and its figures; more is not a record this wrote
+TIMEOUT_S = 300  # the checking runs' alarm (a search's candidates get 3x the original's run, at least 10 s)
+
+
+def cache_dir() -> Path:
+    """Where the records are ($SEAMS_REDUCE_CACHE, else ~/.cache/xla-seams/reductions)."""
+    return folder_from_env("SEAMS_REDUCE_CACHE", Path.home() / ".cache" / "xla-seams" / "reductions")
+
+
+@lru_cache(maxsize=1)
+def reducer_version() -> str:
+    """A hash of the reducer's source: a record made by other reducer code is not this reducer's result."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def key(source: str, cell: ForkServer, contrast: Sequence[ForkServer], match: str | None, budget_s: float) -> str:
+    """The record's name for this script, reduced in this cell against these contrast cells."""
+    def where(s: ForkServer) -> list:
+        return [str(s.python), sorted(s.env.items())]
+
+    what = {"reducer": reducer_version(), "script": source, "cell": where(cell),
+            "contrast": [where(c) for c in contrast], "match": match, "budget_s": budget_s}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def store(folder: Path, name: str, red: Reduction) -> None:
+    """Keep red under name (written whole: a reader sees the old record or the new one)."""
+    record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
+              "contrast": red.contrast, "env_dropped": red.env_dropped, "env_checked": red.env_checked,
+              "env_before": red.env_before, "oracle": red.oracle, "budget_hit": red.budget_hit}
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / f"{name}.json", json.dumps(record), durable=False)
+
+
+def load(folder: Path, name: str) -> Reduction | None:
+    """The record kept under name, or None (none, or not one this module wrote)."""
+    path = folder / f"{name}.json"
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_RECORD_BYTES:
+            return None
+        d = json.loads(path.read_text(encoding="utf-8"))
+        strings = lambda m: {str(k): str(v) for k, v in dict(m).items()}  # noqa: E731
+        sig = d["signature"]
+        if not isinstance(sig, dict) or not isinstance(sig.get("status"), int) or not isinstance(d["body"], str):
+            return None
+        return Reduction(strings(d["facts"]), strings(d["env"]), d["body"],
+                         Signature(sig["status"], *(None if sig.get(f) is None else str(sig[f])
+                                                    for f in ("type", "failure", "where")), sig.get("own_check") is True),
+                         contrast=[str(c) for c in d["contrast"]], env_dropped=[str(n) for n in d["env_dropped"]],
+                         env_checked=d["env_checked"] is True, env_before=strings(d["env_before"]),
+                         oracle=str(d["oracle"]), budget_hit=d["budget_hit"] is True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def still_holds(red: Reduction, cell: ForkServer, contrast: Sequence[ForkServer], match: str | None,
+                timeout_s: int) -> tuple[bool, int]:
+    """(whether the recorded reduction still fails as recorded in the cell and passes in each contrast
+    cell, how many runs that took)."""
+    full = assemble(red.env, red.body)
+    run = cell.run(full, timeout_s)
+    if signature(run, full, match) != red.signature:
+        return False, 1
+    for n, c in enumerate(contrast, start=2):
+        if c.run(full, timeout_s).status != 0:
+            return False, n
+    return True, 1 + len(contrast)

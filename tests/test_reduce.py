@@ -510,7 +510,7 @@ def test_an_earlier_batchs_reduction_is_taken_again_only_where_one_run_shows_it_
         name = record.name.removesuffix(".json")
         assert not first.reused and first.ran > 5 and first.text
         assert again.reused and again.ran == 1 and again.text == first.text and again.candidates == 0
-        assert "it still holds (1 runs)" in said[-2]
+        assert "it still holds (1 runs)" in said[-2] and "(an earlier batch's reduction, 1 checking runs)" in said[-1]
         # the record's code no longer fails as recorded: searched again, and the record is the search's
         kept = json.loads(record.read_text())
         record.write_text(json.dumps({**kept, "body": "print('no failure')\n"}))

@@ -468,8 +468,9 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     out.env_dropped, out.seeded, out.oracle = red.env_dropped, red.seeded, red.oracle
     if seeds is not None and all(x.body != red.body or x.signature != red.signature for x in seeds):
         seeds.insert(0, red)
-    say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({red.ran} runs"
-        + (", budget reached" if red.budget_hit else "") + f") -> {min_path(job.script).name}")
+    how = (f"an earlier batch's reduction, {out.ran} checking runs" if out.reused else
+           f"{out.ran} runs" + (", budget reached" if red.budget_hit else ""))
+    say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({how}) -> {min_path(job.script).name}")
     return out
 
 

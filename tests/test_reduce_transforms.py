@@ -292,6 +292,8 @@ def test_a_library_failure_checks_its_contrast_cell_at_each_phases_end_and_backs
         assert signature(bad.run(text, 30), text, None) == red.signature and good.run(text, 30).status == 0
     assert not red.signature.own_check and "os.environ.get('BUG')" in text
     assert any("back to the latest one they all pass" in m for m in said), said
+    # and from the back-out on, each kept candidate is checked there at once (a whole phase is not lost twice)
+    assert any("each kept candidate is checked there at once" in m for m in said), said
 
 
 def test_skips_constants_and_an_assertions_message_are_written_out():

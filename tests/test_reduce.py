@@ -524,3 +524,8 @@ def test_an_earlier_batchs_reduction_is_taken_again_only_where_one_run_shows_it_
             assert len({key, memo.key(SCRIPT + "\n", bad, [], None, 60), memo.key(SCRIPT, bad, [], None, 61),
                         memo.key(SCRIPT, other, [], None, 60), memo.key(SCRIPT, bad, [other], None, 60)}) == 5
         assert not _one(Job(script, "fake-cpu"), servers, 60, said.append, [], None).reused  # --no-reuse
+        # a folder that cannot take the record: the reduction stands, and says so
+        blocked = tmp_path / "blocked"
+        blocked.write_text("a file where the folder goes\n")
+        kept_out = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], blocked)
+        assert kept_out.text == first.text and "could not be kept for the next batch" in " ".join(said[-3:])

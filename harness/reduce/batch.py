@@ -37,7 +37,7 @@ from harness.reduce.cli import JAX_BUDGET_S, TORCH_BUDGET_S
 from harness.reduce.normalise import reduced_script
 from harness.reduce import memo
 from harness.reduce import shared as folder
-from harness.reduce.reducer import NotReducible, reduce_script
+from harness.reduce.reducer import NotReducible, Reduction, reduce_script
 from harness.reduce.script import split_script
 from harness.reduce.server import ForkServer, heavy_imports
 
@@ -450,8 +450,9 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
                                 budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
                                 fresh_contrast=[server(c, preload, True) for c in runs_it],
                                 seeds=seeds or ())
-            if memo_dir is not None and name is not None:
-                memo.store(memo_dir, name, red)
+            why = memo.store(memo_dir, name, red) if memo_dir is not None and name is not None else None
+            if why:
+                say(f"  the reduction could not be kept for the next batch: {why}")
     except NotReducible as exc:
         out.refused, out.seconds = str(exc), round(time.monotonic() - start, 1)
         say(f"  refused: {exc}")
@@ -475,7 +476,7 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
 
 
 def _reused(memo_dir: Path | None, name: str | None, cell: ForkServer, contrast: list[ForkServer], match: str | None,
-            out: Outcome, say: Callable[[str], None]):
+            out: Outcome, say: Callable[[str], None]) -> Reduction | None:
     """An earlier batch's reduction of this script in these envs, where one run in the cell and one in each
     cell the full script passed in show it still holds (out records the runs); else None (search)."""
     if memo_dir is None or name is None:

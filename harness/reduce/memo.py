@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from harness.errors import UserError
 from harness.reduce.reducer import Reduction
 from harness.reduce.script import assemble
 from harness.reduce.server import ForkServer
@@ -60,13 +61,18 @@ def key(source: str, cell: ForkServer, contrast: Sequence[ForkServer], match: st
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
-def store(folder: Path, name: str, red: Reduction) -> None:
-    """Keep red under name (written whole: a reader sees the old record or the new one)."""
+def store(folder: Path, name: str, red: Reduction) -> str | None:
+    """Keep red under name (written whole: a reader sees the old record or the new one); None, or why it
+    could not be kept (a full disk, a folder not writable: the reduction stands, the next batch searches)."""
     record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
               "contrast": red.contrast, "env_dropped": red.env_dropped, "env_checked": red.env_checked,
               "env_before": red.env_before, "oracle": red.oracle, "budget_hit": red.budget_hit}
-    folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / f"{name}.json", json.dumps(record), durable=False)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / f"{name}.json", json.dumps(record), durable=False)
+    except (OSError, UserError) as exc:
+        return str(exc)
+    return None
 
 
 def load(folder: Path, name: str) -> Reduction | None:

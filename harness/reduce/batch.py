@@ -442,15 +442,15 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     try:
         runs_it = [c for c in job.contrast if _installs(c, preload)][:MAX_CONTRAST]  # jax alone cannot run torch_xla
         contrast = [server(c, preload) for c in runs_it]
-        match = known_match(source)
-        name = memo.key(source, server(job.cell, preload), contrast, match, budget) if memo_dir is not None else None
-        red = _reused(memo_dir, name, server(job.cell, preload), contrast, match, out, say)
+        cell, match = server(job.cell, preload), known_match(source)
+        name = memo.key(source, cell, contrast, match, budget) if memo_dir is not None else None
+        red = _reused(memo_dir, name, cell, contrast, match, out, say) if memo_dir is not None and name else None
         if red is None:
-            red = reduce_script(source, server(job.cell, preload), match, contrast=contrast,
+            red = reduce_script(source, cell, match, contrast=contrast,
                                 budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
                                 fresh_contrast=[server(c, preload, True) for c in runs_it],
                                 seeds=seeds or ())
-            why = memo.store(memo_dir, name, red) if memo_dir is not None and name is not None else None
+            why = memo.store(memo_dir, name, red) if memo_dir is not None and name else None
             if why:
                 say(f"  the reduction could not be kept for the next batch: {why}")
     except NotReducible as exc:
@@ -475,12 +475,10 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
     return out
 
 
-def _reused(memo_dir: Path | None, name: str | None, cell: ForkServer, contrast: list[ForkServer], match: str | None,
+def _reused(memo_dir: Path, name: str, cell: ForkServer, contrast: list[ForkServer], match: str | None,
             out: Outcome, say: Callable[[str], None]) -> Reduction | None:
     """An earlier batch's reduction of this script in these envs, where one run in the cell and one in each
     cell the full script passed in show it still holds (out records the runs); else None (search)."""
-    if memo_dir is None or name is None:
-        return None
     red = memo.load(memo_dir, name)
     if red is None:
         return None

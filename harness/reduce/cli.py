@@ -65,7 +65,7 @@ REUSE_HELP = ("search every script again. By default a script reduced by an earl
               "(kept in $SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions; reduce.json says `reused`)")
 
 
-def memo_folder(no_reuse: bool):
+def memo_folder(no_reuse: bool) -> Path | None:
     """The folder of earlier batches' reductions, or None (--no-reuse: search every script)."""
     from harness.reduce.memo import cache_dir
 

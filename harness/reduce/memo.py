@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -30,7 +29,7 @@ from harness.errors import UserError
 from harness.reduce.reducer import Reduction
 from harness.reduce.script import assemble
 from harness.reduce.server import ForkServer
-from harness.reduce.signature import Signature, signature
+from harness.reduce.signature import signature
 from harness.safeio import atomic_write, folder_from_env
 
 MAX_RECORD_BYTES = 1_000_000  # a reduced script and its figures; more is not a record this wrote
@@ -64,12 +63,9 @@ def key(source: str, cell: ForkServer, contrast: Sequence[ForkServer], match: st
 def store(folder: Path, name: str, red: Reduction) -> str | None:
     """Keep red under name (written whole: a reader sees the old record or the new one); None, or why it
     could not be kept (a full disk, a folder not writable: the reduction stands, the next batch searches)."""
-    record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
-              "contrast": red.contrast, "env_dropped": red.env_dropped, "env_checked": red.env_checked,
-              "env_before": red.env_before, "oracle": red.oracle, "budget_hit": red.budget_hit}
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / f"{name}.json", json.dumps(record), durable=False)
+        atomic_write(folder / f"{name}.json", json.dumps(red.record()), durable=False)
     except (OSError, UserError) as exc:
         return str(exc)
     return None
@@ -81,17 +77,7 @@ def load(folder: Path, name: str) -> Reduction | None:
     try:
         if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_RECORD_BYTES:
             return None
-        d = json.loads(path.read_text(encoding="utf-8"))
-        strings = lambda m: {str(k): str(v) for k, v in dict(m).items()}  # noqa: E731
-        sig = d["signature"]
-        if not isinstance(sig, dict) or not isinstance(sig.get("status"), int) or not isinstance(d["body"], str):
-            return None
-        return Reduction(strings(d["facts"]), strings(d["env"]), d["body"],
-                         Signature(sig["status"], *(None if sig.get(f) is None else str(sig[f])
-                                                    for f in ("type", "failure", "where")), sig.get("own_check") is True),
-                         contrast=[str(c) for c in d["contrast"]], env_dropped=[str(n) for n in d["env_dropped"]],
-                         env_checked=d["env_checked"] is True, env_before=strings(d["env_before"]),
-                         oracle=str(d["oracle"]), budget_hit=d["budget_hit"] is True)
+        return Reduction.from_record(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -16,7 +16,7 @@ import ast
 import hashlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Sequence
 
 import pysource_minimize
@@ -65,6 +65,30 @@ class Reduction:
     seeded: bool = False  # the search started from an earlier script's reduced code (same signature)
     oracle: str = ""  # what vouched for it beside the signature: "contrast cell", "frozen checks" or "" (the library's error)
     env_before: dict[str, str] = field(default_factory=dict)  # the variables before any was dropped (the script's)
+
+    def record(self) -> dict:
+        """The reduction as JSON data: what another process of the batch takes as a seed
+        (harness.reduce.shared) and what a later batch takes again (harness.reduce.memo)."""
+        return {"facts": self.facts, "env": self.env, "body": self.body, "signature": asdict(self.signature),
+                "contrast": self.contrast, "env_dropped": self.env_dropped, "env_checked": self.env_checked,
+                "env_before": self.env_before, "oracle": self.oracle, "budget_hit": self.budget_hit}
+
+    @classmethod
+    def from_record(cls, d: dict) -> "Reduction":
+        """A record read back, every value of its type (ValueError, KeyError, TypeError or AttributeError
+        for one that is not a record()'s)."""
+        def strings(m: object) -> dict[str, str]:
+            return {str(k): str(v) for k, v in dict(m).items()}  # type: ignore[call-overload]
+
+        sig = d["signature"]
+        if not isinstance(sig, dict) or type(sig.get("status")) is not int or not isinstance(d["body"], str):
+            raise ValueError("not a reduction's record")
+        return cls(strings(d["facts"]), strings(d["env"]), d["body"],
+                   Signature(sig["status"], *(None if sig.get(f) is None else str(sig[f]) for f in ("type", "failure", "where")),
+                             sig.get("own_check") is True),
+                   contrast=[str(c) for c in d["contrast"]], env_dropped=[str(n) for n in d["env_dropped"]],
+                   env_checked=d["env_checked"] is True, env_before=strings(d["env_before"]),
+                   oracle=str(d.get("oracle", "")), budget_hit=d.get("budget_hit") is True)
 
 
 def split_preamble(source: str) -> tuple[str, str]:
@@ -317,10 +341,6 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
             minimized.append(True)
             red.body = pysource_minimize.minimize(red.body, keeps, retries=0)
 
-    seeded: list[Reduction] = []
-    minimized: list[bool] = []  # pysource-minimize ran (its deletions can leave statements that do nothing)
-    phase(SEARCH_SHARE, start_search)
-    phase(SEARCH_SHARE, search)
     def tidy() -> None:
         """What pysource-minimize's deletions left for the rewrites (a helper now called once), then each
         statement again: its node-by-node search leaves statements that no longer do anything
@@ -330,6 +350,10 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         if minimized:
             red.body = drop_statements(red.body, keeps)
 
+    seeded: list[Reduction] = []
+    minimized: list[bool] = []  # pysource-minimize ran (its deletions can leave statements that do nothing)
+    phase(SEARCH_SHARE, start_search)
+    phase(SEARCH_SHARE, search)
     phase(REWRITE_SHARE, tidy)
     tidying = True
     if not any(seen.values()) and not keeps(red.body):  # the budget ran out before any candidate was kept

@@ -20,12 +20,10 @@ import json
 import os
 import signal
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from harness.reduce.reducer import Reduction
-from harness.reduce.signature import Signature
 from harness.safeio import atomic_write
 
 STOP_GRACE_S = 10.0  # a worker's time to go after SIGTERM, before SIGKILL
@@ -33,11 +31,8 @@ STOP_GRACE_S = 10.0  # a worker's time to go after SIGTERM, before SIGKILL
 
 def publish_seed(shared: Path, red: Reduction) -> str:
     """Write one reduction for the other processes; its file name."""
-    record = {"facts": red.facts, "env": red.env, "body": red.body, "signature": asdict(red.signature),
-              "env_dropped": red.env_dropped, "env_checked": red.env_checked, "contrast": red.contrast,
-              "env_before": red.env_before}
     name = f"seed-{os.getpid()}-{time.monotonic_ns()}.json"
-    atomic_write(shared / name, json.dumps(record), durable=False)
+    atomic_write(shared / name, json.dumps(red.record()), durable=False)
     return name
 
 
@@ -48,11 +43,7 @@ def take_seeds(shared: Path, seeds: list[Reduction], taken: set[str]) -> None:
     for path in new:
         taken.add(path.name)
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-            red = Reduction({str(k): str(v) for k, v in d["facts"].items()}, {str(k): str(v) for k, v in d["env"].items()},
-                            str(d["body"]), Signature(**d["signature"]), env_dropped=[str(n) for n in d["env_dropped"]],
-                            env_checked=d["env_checked"] is True, contrast=[str(c) for c in d["contrast"]],
-                            env_before={str(k): str(v) for k, v in d["env_before"].items()})
+            red = Reduction.from_record(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
         if all(x.body != red.body or x.signature != red.signature for x in seeds):

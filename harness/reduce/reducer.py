@@ -1,6 +1,6 @@
 """Reduce a failing standalone script to what still fails the same way (pysource-minimize does the
-search, with rewrites of this project's own around it: harness.reduce.transforms; this module says
-what "the same way" is and runs the candidates).
+search, with rewrites of this project's own around it: harness.reduce.transforms and
+harness.reduce.unfold; this module says what "the same way" is and runs the candidates).
 
 The script's provenance literals (CASE, CELL, INSTALL, ...: harness.reduce.script) are kept aside
 and written back, shorter, by harness.reduce.normalise. The environment preamble (`os.environ`:
@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 import pysource_minimize
 
-from harness.reduce import transforms
+from harness.reduce import transforms, unfold
 from harness.reduce.checks import ORACLE, Frozen, frozen_checks, lacks
 from harness.reduce.names import undefined_names
 from harness.reduce.script import assemble, split_script
@@ -262,6 +262,10 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         lambda b: [transforms.drop_unused_params(b)],
         lambda b: [transforms.inline_calls(b), transforms.inline_calls(b, substitute=False)],
         lambda b: list(transforms.inline_returns(b)),
+        lambda b: list(unfold.inline_bodies(b)),
+        lambda b: list(unfold.unroll_loops(b)),
+        lambda b: [unfold.conditional_returns(b), unfold.constant_dispatch(b), unfold.no_ops(b),
+                   unfold.write_only_records(b), unfold.fold_literals(b)],
         lambda b: list(transforms.inline_names(b)),
         lambda b: [transforms.merge_imports(b), transforms.unused_targets(b), transforms.inline_constants(b),
                    transforms.literal_message(b, sig.where, (first.record or {}).get("message", ""))],
@@ -284,7 +288,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         return body
 
     def rewrites() -> None:
-        """The rewrites of harness.reduce.transforms, all at once first, then each kept only if it passes,
+        """The rewrites of harness.reduce.transforms and unfold, all at once first, then each kept only if it passes,
         to a fixpoint."""
         first_kept([composite(red.body)])
         for _ in range(20):

@@ -1,0 +1,430 @@
+"""Rewrites that unfold the indirection a scenario's generality leaves in a reduced script, each a
+candidate the reducer keeps only if it passes the same predicate (harness.reduce.transforms says why
+a rewrite may then be wrong for some script):
+
+- `inline_bodies`: a helper called once becomes its statements before the statement that called it,
+  and its returned expression (None if it returns nothing) where the call was; in any block, so a
+  step called from a generated module's `forward` unfolds there too. transforms.inline_calls and
+  inline_returns cover a call that is a whole statement and a helper that only returns; this one
+  covers `states, jfn = extract(generated_module(program, width))`.
+- `unroll_loops`: `for name in ['mask_assign', 'slice_assign']:` becomes its body once per item.
+- `constant_dispatch`: `STEPS['mask_assign']` (a table assigned once, only ever read by key) becomes
+  the entry, `_mask_assign`.
+- `no_ops`: `h, made = (h, made)` (what inlining a `return (h, made)` leaves) and bare literals go.
+- `write_only_records`: a dict a scenario filled for its checks, none of which is left, goes.
+- `conditional_returns`: `if C: return A` then `return B` becomes `return A if C else B`.
+- `fold_literals`: `getattr(xb, 'call_jax')` becomes `xb.call_jax`, `f"{'nested'}: ..."` the text.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import keyword
+from collections.abc import Iterator
+
+from harness.reduce.names import bound_names
+from harness.reduce.signature import parents_of
+from harness.reduce.transforms import (
+    _SCOPES,
+    _blocks,
+    _calls_of,
+    _loads,
+    _module_names,
+    _plain_functions,
+    _returns,
+    _Subst,
+)
+
+MAX_UNROLL = 8  # a loop over more items than this stays a loop
+_SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+# Where a sub-expression may not run, or run more than once, when its statement does: a call there
+# cannot move before the statement.
+_CONDITIONAL = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.IfExp, ast.BoolOp)
+
+
+def _site(tree: ast.Module, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> tuple[ast.stmt, ast.AST] | None:
+    """The simple statement whose evaluation always evaluates `call`, and the scope holding it (the
+    module or a function); None if the call sits where it may not run (a lambda, a comprehension, a
+    branch of `a if c else b` or `x and y`) or in a compound statement's header."""
+    node: ast.AST = call
+    while not isinstance(node, ast.stmt):
+        parent = parents[node]
+        if isinstance(parent, _CONDITIONAL):
+            return None
+        node = parent
+    if not isinstance(node, _SIMPLE):
+        return None
+    scope = parents[node]
+    while not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        scope = parents[scope]
+    if isinstance(scope, ast.ClassDef):
+        return None  # a class body's names are its attributes
+    return node, scope
+
+
+def _scope_names(scope: ast.AST, skip: ast.AST) -> set[str]:
+    """Every name the scope binds or reads: a function's, anywhere in it; the module's, as its
+    statements other than `skip` (the helper being inlined) bind or read them (a function by the
+    names it reads without binding them)."""
+    if isinstance(scope, ast.Module):
+        return set().union(*(_module_names(s) for s in scope.body if s is not skip))
+    return bound_names(scope) | set(_loads(scope))
+
+
+def _own_bound(stmts: list[ast.stmt]) -> set[str]:
+    """The names these statements bind in their own scope: a nested def or class by its name only."""
+    out: set[str] = set()
+    todo: list[ast.AST] = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+            todo.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            todo.append(node.generators[0].iter)  # the rest is the comprehension's own scope
+            continue
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom, ast.MatchAs, ast.MatchStar, ast.Global, ast.Nonlocal)) or (
+                isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)):
+            out |= bound_names(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _free(nodes: list[ast.AST], skip: tuple[ast.AST, ...] = ()) -> set[str]:
+    """The names these nodes read from outside (not counting what is under `skip`): a comprehension's,
+    lambda's or nested def's own names (its targets, parameters, locals) are its own."""
+    out: set[str] = set()
+    for node in nodes:
+        if any(node is k for k in skip):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda,
+                               ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner = _free(list(ast.iter_child_nodes(node)), skip)
+            own = bound_names(node) - ({node.name} if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else set())
+            out |= inner - own
+        else:
+            out |= _free(list(ast.iter_child_nodes(node)), skip)
+    return out
+
+
+def _store_names(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, ast.Assign):
+        return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return {stmt.target.id}
+    return set()  # `x += f(a)` reads x after f's body ran: not a name the statement only assigns
+
+
+def inline_bodies(code: str) -> Iterator[str]:
+    """Candidates, one per helper: a top-level function called once, from a simple statement that always
+    evaluates the call, returning only at its end (or not at all), becomes its statements before that
+    statement (parameters substituted where the argument is a literal, a name or read once, else assigned)
+    and its returned expression at the call. Refused where one of its locals would change a name the
+    calling scope uses (unless the calling statement assigns that name right after), or a name it reads
+    from the module would be the caller's local."""
+    tree = ast.parse(code)
+    for fn in _plain_functions(tree):
+        calls = _calls_of(tree, fn.name)
+        if not calls or len(calls) != 1:
+            continue
+        call = calls[0]
+        if any(n is call for n in ast.walk(fn)):
+            continue  # recursive
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+            continue
+        body = list(fn.body)
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            body = body[1:]  # the docstring
+        result: ast.expr = ast.Constant(None)
+        if body and isinstance(body[-1], ast.Return):
+            result = body[-1].value or ast.Constant(None)
+            body = body[:-1]
+        if _returns(ast.Module(body=body, type_ignores=[])):
+            continue
+        parents = parents_of(tree)
+        found = _site(tree, call, parents)
+        if found is None:
+            continue
+        site, scope = found
+        a = fn.args
+        params = [p.arg for p in a.args + a.kwonlyargs]
+        values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
+        values.update({k.arg: k.value for k in call.keywords if k.arg})
+        if len(call.args) > len(a.args) or set(values) - set(params):
+            continue
+        defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        if any(p not in values and p not in defaults for p in params):
+            continue
+        values = {p: values.get(p, defaults.get(p)) for p in params}  # type: ignore[misc]
+        inner = ast.Module(body=body + [ast.Expr(result)], type_ignores=[])
+        reads = _loads(inner)
+        local = _own_bound(body) | set(params)
+        stored = _own_bound(body)
+        same = {p for p in params if isinstance(values[p], ast.Name) and values[p].id == p and p not in stored}
+        clash = (local - same) & _scope_names(scope, fn)
+        if clash - _store_names(site):
+            continue  # a local of the helper would change a name the caller's scope uses
+        free = _free(list(inner.body)) - local
+        if not isinstance(scope, ast.Module) and free & (bound_names(scope) - {scope.name}):
+            continue  # a global the helper reads is the caller's local
+        pre: list[ast.stmt] = []
+        subst: dict[str, ast.expr] = {}
+        for p in params:
+            if reads.get(p, 0) == 0 and p not in stored:
+                continue
+            v = values[p]
+            if p not in stored and (isinstance(v, (ast.Constant, ast.Name)) or reads.get(p, 0) == 1):
+                subst[p] = v
+            else:
+                pre.append(ast.Assign([ast.Name(p, ast.Store())], v, lineno=0))
+        new_body = pre + [_Subst(subst).visit(copy.deepcopy(s)) for s in body]
+        new_result = _Subst(subst).visit(copy.deepcopy(result))
+        cand = copy.deepcopy(tree)
+        pairs = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))
+        c_call, c_site, c_fn = pairs[id(call)], pairs[id(site)], pairs[id(fn)]
+        c_parents = parents_of(cand)
+        holder = next(b for b in _blocks(c_parents[c_site]) if any(s is c_site for s in b))
+        i = next(k for k, s in enumerate(holder) if s is c_site)
+        if isinstance(c_site, ast.Expr) and c_site.value is c_call:
+            keep = [] if isinstance(new_result, (ast.Constant, ast.Name)) else [ast.Expr(new_result)]
+        else:
+            parent = c_parents[c_call]
+            for field, value in ast.iter_fields(parent):
+                if value is c_call:
+                    setattr(parent, field, new_result)
+                elif isinstance(value, list):
+                    for k, v in enumerate(value):
+                        if v is c_call:
+                            value[k] = new_result
+            keep = [c_site]
+        holder[i:i + 1] = new_body + keep or [ast.Pass()]
+        cand.body.remove(c_fn)
+        yield ast.unparse(ast.fix_missing_locations(cand))
+
+
+def conditional_returns(code: str) -> str:
+    """A top-level function `if C: return A` then `return B` (imports between them moved to the top of
+    the function) returns `A if C else B`: one expression, which inline_returns can then write at the
+    call (a compatibility helper: `env.t2j_copy(t) if hasattr(env, 't2j_copy') else tx_tensor.t2j(t)`)."""
+    tree = ast.parse(code)
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or not fn.body:
+            continue
+        *head, guard = [s for s in fn.body if not isinstance(s, (ast.Import, ast.ImportFrom))][:-1] or [None]
+        last = fn.body[-1]
+        if (head or not isinstance(guard, ast.If) or not isinstance(last, ast.Return) or last.value is None
+                or len(guard.body) != 1 or not isinstance(guard.body[0], ast.Return) or guard.body[0].value is None
+                or guard.orelse):
+            continue
+        imports = [s for s in fn.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+        fn.body = imports + [ast.Return(ast.IfExp(guard.test, guard.body[0].value, last.value))]
+        return ast.unparse(ast.fix_missing_locations(tree))
+    return ast.unparse(tree)
+
+
+def _literal_items(node: ast.expr, tree: ast.Module) -> list[ast.expr] | None:
+    """The items of a list or tuple literal of literals and names (or of a module name assigned such a
+    literal once and only ever read, never as `name.attr`, `name[...] = ` or `del`)."""
+    if isinstance(node, ast.Name):
+        assigns = [s for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
+                   and isinstance(s.targets[0], ast.Name) and s.targets[0].id == node.id]
+        stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load)]
+        if len(assigns) != 1 or len(stores) != 1:
+            return None
+        parents = parents_of(tree)
+        if any(isinstance(n, ast.Name) and n.id == node.id and isinstance(parents.get(n), (ast.Attribute, ast.Subscript))
+               for n in ast.walk(tree)):
+            return None  # `program.append(...)`, `program[0] = ...`: not a constant
+        node = assigns[0].value
+    if not isinstance(node, (ast.List, ast.Tuple)) or len(node.elts) > MAX_UNROLL:
+        return None
+    if not all(isinstance(e, (ast.Constant, ast.Name)) for e in node.elts):
+        return None
+    return list(node.elts)
+
+
+def _breaks(loop: ast.For) -> bool:
+    """True if the loop's own body breaks or continues (not a nested loop's)."""
+    todo: list[ast.AST] = list(loop.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Break, ast.Continue)):
+            return True
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, *_SCOPES)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def unroll_loops(code: str) -> Iterator[str]:
+    """Candidates, one per loop: `for NAME in LITERAL:` (or a module list of literals; at most
+    MAX_UNROLL items, no break, continue or else, NAME not assigned in the body and not read after it)
+    becomes its body once per item, NAME written as the item."""
+    tree = ast.parse(code)
+    for loop in [n for n in ast.walk(tree) if isinstance(n, ast.For)]:
+        if not isinstance(loop.target, ast.Name) or loop.orelse or _breaks(loop):
+            continue
+        items = _literal_items(loop.iter, tree)
+        if items is None:
+            continue
+        name = loop.target.id
+        if name in _own_bound(loop.body):
+            continue
+        parents = parents_of(tree)
+        scope: ast.AST = parents[loop]
+        while not isinstance(scope, (ast.Module, *_SCOPES)):
+            scope = parents[scope]
+        body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
+        if name in _free(list(body), skip=tuple(loop.body)):
+            continue  # read after the loop (or before it: the same name), where it holds another value
+        unrolled = [_Subst({name: item}).visit(copy.deepcopy(s)) for item in items for s in loop.body]
+        cand = copy.deepcopy(tree)
+        c_loop = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))[id(loop)]
+        parents = parents_of(cand)
+        holder = next(b for b in _blocks(parents[c_loop]) if any(s is c_loop for s in b))
+        i = next(k for k, s in enumerate(holder) if s is c_loop)
+        holder[i:i + 1] = unrolled or [ast.Pass()]
+        yield ast.unparse(ast.fix_missing_locations(cand))
+
+
+def constant_dispatch(code: str) -> str:
+    """`TABLE[key]` becomes the entry, where TABLE is a module name assigned a dict literal once, with
+    literal keys, and every other use of it reads one entry (`TABLE[...]`, never `TABLE.update` or a
+    store): a dispatch table of steps or variants, each read by a literal key after unrolling."""
+    tree = ast.parse(code)
+    parents = parents_of(tree)
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Dict) and all(isinstance(k, ast.Constant) for k in stmt.value.keys)):
+            continue
+        name = stmt.targets[0].id
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and n is not stmt.targets[0]]
+        if any(not isinstance(n.ctx, ast.Load) for n in uses):
+            continue
+        if not all(isinstance(parents[n], ast.Subscript) and parents[n].value is n
+                   and isinstance(parents[n].ctx, ast.Load) for n in uses):
+            continue
+        table = {k.value: v for k, v in zip(stmt.value.keys, stmt.value.values)}  # type: ignore[union-attr]
+        for n in uses:
+            sub = parents[n]
+            if isinstance(sub.slice, ast.Constant) and sub.slice.value in table:
+                holder = parents[sub]
+                for field, value in ast.iter_fields(holder):
+                    if value is sub:
+                        setattr(holder, field, copy.deepcopy(table[sub.slice.value]))
+                    elif isinstance(value, list):
+                        for k, v in enumerate(value):
+                            if v is sub:
+                                value[k] = copy.deepcopy(table[sub.slice.value])
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _same_names(target: ast.expr, value: ast.expr) -> bool:
+    if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+        return target.id == value.id
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+        return len(target.elts) == len(value.elts) and all(_same_names(t, v) for t, v in zip(target.elts, value.elts))
+    return False
+
+
+def _no_op(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Assign):
+        return len(stmt.targets) == 1 and _same_names(stmt.targets[0], stmt.value)
+    return isinstance(stmt, ast.Expr) and all(
+        isinstance(n, (ast.Constant, ast.Name, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.Load)) for n in ast.walk(stmt.value))
+
+
+def no_ops(code: str) -> str:
+    """Statements that do nothing go: `x = x`, `h, made = (h, made)` (what inlining `return (h, made)`
+    leaves) and a bare literal or name (`{'mask_assign': _mask_assign}` once its name went); a block
+    left empty gets `pass`."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        for block in _blocks(node):
+            block[:] = [s for s in block if not _no_op(s)] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def write_only_records(code: str) -> str:
+    """A dict nothing reads back (`run = {'env': env}`, `run['x'] = f(x)`, `run.update(jit=g(x))`, at
+    most rebound, never read) goes, each value that calls something kept as a statement of its own."""
+    tree = ast.parse(code)
+    parents = parents_of(tree)
+    for name in sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}):
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name]
+        writes: list[tuple[ast.stmt, list[ast.expr]]] = []
+        for n in uses:
+            p = parents[n]
+            if isinstance(n.ctx, ast.Store) and isinstance(p, ast.Assign) and p.targets == [n] and isinstance(
+                    p.value, (ast.Dict, ast.Constant)):
+                writes.append((p, list(p.value.values) if isinstance(p.value, ast.Dict) else []))
+            elif isinstance(p, ast.Subscript) and isinstance(p.ctx, ast.Store) and isinstance(parents[p], ast.Assign) \
+                    and parents[p].targets == [p]:
+                writes.append((parents[p], [parents[p].value]))
+            elif (isinstance(p, ast.Attribute) and p.attr == "update" and isinstance(parents[p], ast.Call)
+                  and parents[p].func is p and isinstance(parents[parents[p]], ast.Expr)
+                  and all(k.arg for k in parents[p].keywords) and not parents[p].args):
+                writes.append((parents[parents[p]], [k.value for k in parents[p].keywords]))
+            else:
+                break
+        else:
+            if not any(isinstance(p.value, ast.Dict) for p, _ in writes if isinstance(p, ast.Assign)):
+                continue  # not a dict
+            for stmt, values in writes:
+                kept = [ast.Expr(v) for v in values if any(isinstance(x, ast.Call) for x in ast.walk(v))]
+                block = next(b for b in _blocks(parents[stmt]) if any(s is stmt for s in b))
+                i = next(k for k, s in enumerate(block) if s is stmt)
+                block[i:i + 1] = kept
+            _fix = [b for n in ast.walk(tree) for b in _blocks(n)]
+            for b in _fix:
+                if not b:
+                    b.append(ast.Pass())
+            return ast.unparse(ast.fix_missing_locations(tree))
+    return ast.unparse(tree)
+
+
+class _Fold(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) == 2 and not node.keywords
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                and node.args[1].value.isidentifier() and not keyword.iskeyword(node.args[1].value)):
+            return ast.copy_location(ast.Attribute(node.args[0], node.args[1].value, ast.Load()), node)
+        return node
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
+        node.value = self.visit(node.value)  # a format spec stays as written: it must stay a JoinedStr
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        self.generic_visit(node)
+        parts: list[ast.expr] = []
+        for v in node.values:
+            if (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Constant) and isinstance(v.value.value, str)
+                    and v.conversion == -1 and v.format_spec is None):
+                v = ast.Constant(v.value.value)
+            if isinstance(v, ast.Constant) and parts and isinstance(parts[-1], ast.Constant):
+                parts[-1] = ast.Constant(parts[-1].value + v.value)
+            else:
+                parts.append(v)
+        if len(parts) == 1 and isinstance(parts[0], ast.Constant):
+            return ast.copy_location(parts[0], node)
+        node.values = parts
+        return node
+
+
+def fold_literals(code: str) -> str:
+    """`getattr(obj, 'name')` becomes `obj.name`; a literal string inside an f-string becomes part of
+    its text (`f"{'nested'}: got {x}"` -> `f'nested: got {x}'`)."""
+    tree = _Fold().visit(ast.parse(code))
+    return ast.unparse(ast.fix_missing_locations(tree))
+

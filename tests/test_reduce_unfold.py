@@ -1,0 +1,256 @@
+"""The reducer's unfolding rewrites (harness/reduce/unfold.py): each one on the shape a scenario leaves
+(a generated module's dispatch table of steps, a helper called once, a record of results), run before
+and after to show it computes the same, and against each case it must leave alone."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import textwrap
+
+from harness.reduce import transforms
+from harness.reduce import unfold as u
+
+
+def _code(text: str) -> str:
+    return ast.unparse(ast.parse(textwrap.dedent(text)))
+
+
+def _prints(code: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "<candidate>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the test's own code
+    return out.getvalue()
+
+
+def _fixpoint(code: str) -> str:
+    """Every unfolding, first candidate first, until none changes the code (the reducer's composite)."""
+    steps = [lambda c: list(u.inline_bodies(c)), lambda c: list(u.unroll_loops(c)),
+             lambda c: [u.conditional_returns(c), u.constant_dispatch(c), u.no_ops(c), u.write_only_records(c),
+                        u.fold_literals(c), transforms.dead_code(c)]]
+    for _ in range(30):
+        before = code
+        for step in steps:
+            got = [c for c in step(code) if c != code][:1]
+            if got:
+                assert _prints(got[0]) == _prints(code), got[0]  # each step computes the same
+                code = got[0]
+        if code == before:
+            return code
+    raise AssertionError("no fixpoint")
+
+
+GENERATED = _code("""\
+    def _mask_assign(m, h, made):
+        h = h[:]
+        h[0] = 0.25
+        return (h, made)
+
+    def _double(m, h, made):
+        return ([2 * v for v in h], made + 1)
+
+    def _unused(m, h, made):
+        return (h, made)
+
+    STEPS = {'mask_assign': _mask_assign, 'double': _double, 'unused': _unused}
+
+    def generated_module(program, width):
+        class Generated:
+            def __init__(self):
+                self.width = width
+
+            def forward(self, x):
+                h = [v * 1.0 for v in x][:self.width]
+                made = 0
+                for name in program:
+                    h, made = STEPS[name](self, h, made)
+                return (h, made)
+        return Generated()
+
+    def entry(env, t):
+        if hasattr(env, 'clone'):
+            return env.clone(t)
+        import copy
+        return copy.copy(t)
+
+    def _run_all(program, width, seed):
+        x = [seed + i for i in range(width)]
+        run = {'x': x}
+        run['ref'] = print('ref', x)
+        mod = generated_module(program, width)
+        run.update(out=print(mod.forward(entry(object(), x))))
+
+    program = ['mask_assign', 'double']
+    run = _run_all(program, 3, 0)
+    """)
+
+
+def test_a_generated_module_unfolds_into_a_class_and_its_steps_as_statements():
+    got = _fixpoint(GENERATED)
+    assert "STEPS" not in got and "_mask_assign" not in got and "_unused" not in got  # the table and its steps
+    assert "for name in" not in got and "def generated_module" not in got and "def _run_all" not in got
+    assert "class Generated" in got and "h[0] = 0.25" in got
+    assert "h, made = (h, made)" not in got  # the no-op a step's return left
+    assert "run = " not in got and "run[" not in got and "run.update" not in got  # the record nobody reads back
+    assert "copy.copy(t) " not in got and " if hasattr(" in got  # entry's two returns are one expression
+    assert len(got.splitlines()) < len(GENERATED.splitlines()) - 10
+
+
+def test_a_helper_is_not_inlined_where_its_locals_would_change_the_callers_names():
+    shadow = _code("""\
+        def f(a):
+            x = a + 1
+            return x * 2
+        x = 10
+        y = f(3)
+        print(x, y)
+        """)
+    assert list(u.inline_bodies(shadow)) == []
+    # ...unless the calling statement assigns that name itself, right after
+    rebinds = _code("""\
+        def f(a):
+            x = a + 1
+            return x * 2
+        x = 10
+        x = f(x)
+        print(x)
+        """)
+    (got,) = u.inline_bodies(rebinds)
+    assert _prints(got) == _prints(rebinds) and "def f" not in got
+    # a global the helper reads that the calling function has as a local
+    local = _code("""\
+        K = 5
+        def f(a):
+            return a + K
+        def g():
+            K = 1
+            return f(K)
+        print(g())
+        """)
+    assert list(u.inline_bodies(local)) == []
+
+
+def test_a_call_that_may_not_run_is_not_moved_before_its_statement():
+    for expr in ("flag and f(1)", "f(1) if flag else 0", "[f(i) for i in range(1)]", "(lambda: f(1))()"):
+        code = _code(f"""\
+            def f(a):
+                print('ran')
+                return a
+            flag = False
+            y = {expr}
+            """)
+        assert list(u.inline_bodies(code)) == [], expr
+    early = _code("""\
+        def f(a):
+            if a:
+                return 1
+            print('late')
+            return 2
+        y = f(1)
+        """)
+    assert list(u.inline_bodies(early)) == []  # a return before the end
+    recursive = _code("""\
+        def f(a):
+            return f(a - 1) if a else 0
+        y = f(3)
+        """)
+    assert list(u.inline_bodies(recursive)) == []
+
+
+def test_a_loop_unrolls_only_over_a_literal_it_can_read_whole():
+    base = "def step(n):\n    print(n)\n"
+    ok = _code(base + "for n in ['a', 'b']:\n    step(n)\n")
+    (got,) = u.unroll_loops(ok)
+    assert "step('a')\nstep('b')" in got and _prints(got) == _prints(ok)
+    for loop in ("for n in items():\n    step(n)",  # not a literal
+                 "for n in ['a', 'b']:\n    step(n)\n    break",  # breaks
+                 "for n in ['a', 'b']:\n    step(n)\nelse:\n    step('z')",  # an else
+                 "for n in ['a', 'b']:\n    step(n)\nprint(n)",  # read after the loop
+                 "for n in ['a', 'b']:\n    n = n * 2\n    step(n)",  # assigned in the body
+                 "for n in list(range(9)):\n    step(n)",
+                 "for n in " + repr(list(range(u.MAX_UNROLL + 1))) + ":\n    step(n)"):
+        assert list(u.unroll_loops(_code(base + "def items():\n    return []\n" + loop))) == [], loop
+    mutated = _code(base + "P = ['a']\nP.append('b')\nfor n in P:\n    step(n)\n")
+    assert list(u.unroll_loops(mutated)) == []
+    named = _code(base + "P = ['a', 'b']\nfor n in P:\n    step(n)\n")
+    (got,) = u.unroll_loops(named)
+    assert _prints(got) == _prints(named)
+
+
+def test_a_dispatch_table_is_read_by_key_only_where_nothing_else_touches_it():
+    code = _code("T = {'a': len, 'b': abs}\nprint(T['a']('xy'), T['b'](-1))\n")
+    got = u.constant_dispatch(code)
+    assert "print(len('xy'), abs(-1))" in got and _prints(got) == _prints(code)
+    for other in ("T['c'] = str", "T.update(c=str)", "print(T)", "T = {}", "print(T[k])"):
+        code = _code(f"k = 'a'\nT = {{'a': len}}\n{other}\nprint(T['a']('x'))\n")
+        assert "T['a']" in u.constant_dispatch(code) or other == "print(T[k])", other
+    assert "T[k]" in u.constant_dispatch(_code("k = 'a'\nT = {'a': len}\nprint(T[k]('x'), T['a']('y'))\n"))
+
+
+def test_no_ops_records_and_literals():
+    assert u.no_ops(_code("h, made = (h, made)\nx = x\n{'a': f}\n[a, b]\nf()\n")) == "f()"
+    assert u.no_ops(_code("h, made = (made, h)\n")) == "h, made = (made, h)"  # a swap does something
+    assert u.no_ops(_code("def f():\n    x = x\n")) == "def f():\n    pass"
+    record = _code("run = {'a': 1}\nrun['b'] = f(2)\nrun.update(c=g(3), d=4)\nrun = None\n")
+    assert u.write_only_records(record) == "f(2)\ng(3)"
+    for read in ("print(run)", "print(run['a'])", "run.get('a')", "h(**run)"):
+        code = _code(f"run = {{'a': 1}}\nrun['b'] = f(2)\n{read}\n")
+        assert u.write_only_records(code) == code, read
+
+
+def test_literals_fold_where_the_text_is_the_same():
+    code = _code("""\
+        import os
+        n = 3
+        print(getattr(os, 'sep'), f"{'nested'}: got {n!r:>4}", f"{'a'}{'b'}", getattr(os, 'nope', None))
+        """)
+    got = u.fold_literals(code)
+    assert "os.sep" in got and "f'nested: got {n!r:>4}'" in got and "'ab'" in got
+    assert "getattr(os, 'nope', None)" in got  # a default: absence is not an AttributeError there
+    assert _prints(got) == _prints(code)
+    assert "getattr(o, 'class')" in u.fold_literals("getattr(o, 'class')")  # a keyword is no attribute name
+    assert "getattr(o, 'a-b')" in u.fold_literals("getattr(o, 'a-b')")
+
+
+def test_conditional_returns_only_for_a_guard_then_a_return():
+    code = _code("""\
+        def pick(d):
+            if 'k' in d:
+                return d['k']
+            import math
+            return math.pi
+        print(pick({}), pick({'k': 1}))
+        """)
+    got = u.conditional_returns(code)
+    assert "return d['k'] if 'k' in d else math.pi" in got and _prints(got) == _prints(code)
+    for body in ("if c:\n        return 1\n    print(2)\n    return 3",  # something runs between them
+                 "if c:\n        print(1)\n        return 1\n    return 3",
+                 "if c:\n        return 1\n    else:\n        pass\n    return 3"):
+        code = _code(f"def pick(c):\n    {body}\n")
+        assert u.conditional_returns(code) == code, body
+
+
+def test_a_loop_in_a_block_of_a_function_unrolls_too():
+    code = _code("""\
+        def f(flag):
+            if flag:
+                for n in (1, 2):
+                    print(n)
+            print('done')
+        f(True)
+        """)
+    (got,) = u.unroll_loops(code)
+    assert "print(1)\n        print(2)" in got and _prints(got) == _prints(code)
+
+
+def test_an_augmented_assignment_does_not_license_a_clash():
+    code = _code("""\
+        def f(a):
+            x = a
+            return 1
+        x = 10
+        x += f(3)
+        print(x)
+        """)
+    assert list(u.inline_bodies(code)) == []

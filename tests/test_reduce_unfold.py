@@ -254,3 +254,19 @@ def test_an_augmented_assignment_does_not_license_a_clash():
         print(x)
         """)
     assert list(u.inline_bodies(code)) == []
+
+
+def test_a_helper_with_star_args_gets_them_as_a_tuple_and_a_dict():
+    code = _code("""\
+        def xla_inputs(*shapes, scale=1, **opts):
+            cpu = [[scale] * s for s in shapes]
+            on = [c + [opts.get('pad', 0)] for c in cpu]
+            return (cpu, on)
+        cpu, on = xla_inputs(1, 2, pad=9)
+        print(cpu, on)
+        """)
+    (got,) = u.inline_bodies(code)
+    assert "def xla_inputs" not in got and "for s in (1, 2)" in got and "{'pad': 9}" in got
+    assert _prints(got) == _prints(code)
+    starred = _code("def f(*a):\n    print(a)\nf(*[1, 2])\n")
+    assert list(u.inline_bodies(starred)) == []  # how many there are is not written at the call

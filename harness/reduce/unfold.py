@@ -31,7 +31,6 @@ from harness.reduce.transforms import (
     _calls_of,
     _loads,
     _module_names,
-    _plain_functions,
     _returns,
     _Subst,
 )
@@ -131,7 +130,9 @@ def inline_bodies(code: str) -> Iterator[str]:
     calling scope uses (unless the calling statement assigns that name right after), or a name it reads
     from the module would be the caller's local."""
     tree = ast.parse(code)
-    for fn in _plain_functions(tree):
+    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list
+                 and not s.args.posonlyargs]  # `*shapes` and `**kw` too: a call's extras become a tuple, a dict
+    for fn in functions:
         calls = _calls_of(tree, fn.name)
         if not calls or len(calls) != 1:
             continue
@@ -156,16 +157,22 @@ def inline_bodies(code: str) -> Iterator[str]:
             continue
         site, scope = found
         a = fn.args
-        params = [p.arg for p in a.args + a.kwonlyargs]
+        named = [p.arg for p in a.args + a.kwonlyargs]
         values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
-        values.update({k.arg: k.value for k in call.keywords if k.arg})
-        if len(call.args) > len(a.args) or set(values) - set(params):
+        extra = [k for k in call.keywords if k.arg not in named]
+        values.update({k.arg: k.value for k in call.keywords if k.arg in named})
+        if (len(call.args) > len(a.args) and not a.vararg) or (extra and not a.kwarg):
             continue
         defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
         defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        if any(p not in values and p not in defaults for p in params):
+        if any(p not in values and p not in defaults for p in named):
             continue
-        values = {p: values.get(p, defaults.get(p)) for p in params}  # type: ignore[misc]
+        values = {p: values.get(p, defaults.get(p)) for p in named}  # type: ignore[misc]
+        if a.vararg:
+            values[a.vararg.arg] = ast.Tuple(list(call.args[len(a.args):]), ast.Load())
+        if a.kwarg:
+            values[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
+        params = list(values)
         inner = ast.Module(body=body + [ast.Expr(result)], type_ignores=[])
         reads = _loads(inner)
         local = _own_bound(body) | set(params)

@@ -28,7 +28,7 @@ def _fixpoint(code: str) -> str:
     """Every unfolding, first candidate first, until none changes the code (the reducer's composite)."""
     steps = [lambda c: list(u.inline_bodies(c)), lambda c: list(u.unroll_loops(c)),
              lambda c: [u.conditional_returns(c), u.constant_dispatch(c), u.no_ops(c), u.write_only_records(c),
-                        u.fold_literals(c), transforms.dead_code(c)]]
+                        u.split_tuple_assignments(c), u.fold_literals(c), transforms.dead_code(c)]]
     for _ in range(30):
         before = code
         for step in steps:
@@ -270,3 +270,11 @@ def test_a_helper_with_star_args_gets_them_as_a_tuple_and_a_dict():
     assert _prints(got) == _prints(code)
     starred = _code("def f(*a):\n    print(a)\nf(*[1, 2])\n")
     assert list(u.inline_bodies(starred)) == []  # how many there are is not written at the call
+
+
+def test_a_tuple_of_values_assigned_to_a_tuple_of_names_splits_unless_an_item_reads_one():
+    code = _code("_cpu, a = (0, [len('ab')])\nprint(a)\n")
+    got = u.split_tuple_assignments(code)
+    assert got == "_cpu = 0\na = [len('ab')]\nprint(a)" and _prints(got) == _prints(code)
+    for kept in ("a, b = (b, a)", "a, a = (1, 2)", "a, *b = (1, 2, 3)", "a, b = t", "a, b = (1, 2, 3)"):
+        assert u.split_tuple_assignments(_code(kept)) == _code(kept), kept

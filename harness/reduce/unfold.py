@@ -10,6 +10,7 @@ a rewrite may then be wrong for some script):
 - `unroll_loops`: `for name in ['mask_assign', 'slice_assign']:` becomes its body once per item.
 - `constant_dispatch`: `STEPS['mask_assign']` (a table assigned once, only ever read by key) becomes
   the entry, `_mask_assign`.
+- `split_tuple_assignments`: `_cpu, a = (0, [...])` becomes two assignments.
 - `no_ops`: `h, made = (h, made)` (what inlining a `return (h, made)` leaves) and bare literals go.
 - `write_only_records`: a dict a scenario filled for its checks, none of which is left, goes.
 - `conditional_returns`: `if C: return A` then `return B` becomes `return A if C else B`.
@@ -397,6 +398,26 @@ def write_only_records(code: str) -> str:
                     b.append(ast.Pass())
             return ast.unparse(ast.fix_missing_locations(tree))
     return ast.unparse(tree)
+
+
+def split_tuple_assignments(code: str) -> str:
+    """`_cpu, a = (0, [...])` becomes `_cpu = 0` and `a = [...]` (what inlining `return (cpu, on_xla)`
+    leaves), where no item reads a name the statement assigns; dead_code then takes the unread one."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        for block in _blocks(node):
+            out: list[ast.stmt] = []
+            for s in block:
+                if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], (ast.Tuple, ast.List))
+                        and isinstance(s.value, (ast.Tuple, ast.List)) and len(s.targets[0].elts) == len(s.value.elts)
+                        and all(isinstance(t, ast.Name) for t in s.targets[0].elts)):
+                    names = {t.id for t in s.targets[0].elts}  # type: ignore[union-attr]
+                    if len(names) == len(s.targets[0].elts) and not names & set(_loads(s.value)):
+                        out += [ast.Assign([t], v, lineno=0) for t, v in zip(s.targets[0].elts, s.value.elts)]
+                        continue
+                out.append(s)
+            block[:] = out
+    return ast.unparse(ast.fix_missing_locations(tree))
 
 
 class _Fold(ast.NodeTransformer):

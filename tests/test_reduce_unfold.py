@@ -194,6 +194,8 @@ def test_no_ops_records_and_literals():
     assert u.no_ops(_code("def f():\n    x = x\n")) == "def f():\n    pass"
     record = _code("run = {'a': 1}\nrun['b'] = f(2)\nrun.update(c=g(3), d=4)\nrun = None\n")
     assert u.write_only_records(record) == "f(2)\ng(3)"
+    inside = _code("def g():\n    run = {'a': 1}\n    run['b'] = 2\ng()\n")
+    assert u.write_only_records(inside) == "def g():\n    pass\ng()"  # a block left empty gets `pass`
     for read in ("print(run)", "print(run['a'])", "run.get('a')", "h(**run)"):
         code = _code(f"run = {{'a': 1}}\nrun['b'] = f(2)\n{read}\n")
         assert u.write_only_records(code) == code, read

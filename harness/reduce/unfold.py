@@ -30,6 +30,7 @@ from harness.reduce.transforms import (
     _SCOPES,
     _blocks,
     _calls_of,
+    _fix_empty,
     _loads,
     _module_names,
     _returns,
@@ -392,10 +393,7 @@ def write_only_records(code: str) -> str:
                 block = next(b for b in _blocks(parents[stmt]) if any(s is stmt for s in b))
                 i = next(k for k, s in enumerate(block) if s is stmt)
                 block[i:i + 1] = kept
-            _fix = [b for n in ast.walk(tree) for b in _blocks(n)]
-            for b in _fix:
-                if not b:
-                    b.append(ast.Pass())
+            _fix_empty(tree)
             return ast.unparse(ast.fix_missing_locations(tree))
     return ast.unparse(tree)
 

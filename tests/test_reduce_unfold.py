@@ -280,3 +280,42 @@ def test_a_tuple_of_values_assigned_to_a_tuple_of_names_splits_unless_an_item_re
     assert got == "_cpu = 0\na = [len('ab')]\nprint(a)" and _prints(got) == _prints(code)
     for kept in ("a, b = (b, a)", "a, a = (1, 2)", "a, *b = (1, 2, 3)", "a, b = t", "a, b = (1, 2, 3)"):
         assert u.split_tuple_assignments(_code(kept)) == _code(kept), kept
+
+
+def test_a_loop_over_enumerate_of_a_literal_unrolls_into_its_parts():
+    code = _code("""\
+        layers = []
+        for i, (kind, n) in enumerate([('softplus', 2), ('sigmoid', 3)]):
+            if kind.startswith('linear'):
+                layers.append(('linear', n))
+            elif kind == 'layernorm':
+                pass
+            else:
+                layers.append((i, {'sigmoid': abs, 'softplus': len}[kind], [n][0]))
+        print(layers)
+        """)
+    (got,) = u.unroll_loops(code)
+    assert "for " not in got and "(0, {'sigmoid'" in got and _prints(got) == _prints(code)
+    folded = transforms.fold_constant_tests(u.fold_literals(got))
+    assert "startswith" not in folded and "layernorm" not in folded and "'sigmoid': abs" not in folded
+    assert "layers.append((0, len, 2))" in folded and _prints(folded) == _prints(code)
+    # an item that is not a literal of the target's shape stays a loop
+    for loop in ("for i, k in [(1, 2), 3]:\n    print(i)", "for i, *k in [(1, 2, 3)]:\n    print(i)",
+                 "for i, k in enumerate(items()):\n    print(i)", "for k in [f()]:\n    print(k)"):
+        code = _code("def f():\n    return 1\ndef items():\n    return []\n" + loop + "\n")
+        assert list(u.unroll_loops(code)) == [], loop
+
+
+def test_subscripts_of_literals_and_constant_string_tests_fold_only_where_nothing_runs():
+    code = _code("""\
+        step = 3
+        print([2, 5][1], (7,)[0], {'a': abs, 'b': len}['b']('xy'), f"{f'call {step}'}: {0}", f"{True}{'x'}")
+        print('softplus'.startswith('soft'), 'ab'.endswith('c'))
+        """)
+    got = u.fold_literals(code)
+    assert "print(5, 7, len('xy'), f'call {step}: 0', 'Truex')" in got
+    assert "print(True, False)" in got and _prints(got) == _prints(code)
+    for kept in ("[f(), 2][1]", "[1, 2][5]", "{'a': f()}['a']", "{'a': 1, 'a': 2}['a']", "x[0]", "[1, 2][True]",
+                 "f'{1.5:>4}'", "'ab'.startswith(p)"):
+        code = _code(f"print({kept})")
+        assert u.fold_literals(code) == code, kept

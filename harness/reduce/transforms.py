@@ -584,7 +584,10 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 
 def _constant_test(test: ast.expr) -> bool | None:
-    """What a test of two literals compared (`==`, `!=`, `in`, `not in`) always gives; None for any other."""
+    """What a test of two literals compared (`==`, `!=`, `in`, `not in`), or a literal True or False (a
+    folded `'softplus'.startswith('linear')`), always gives; None for any other."""
+    if isinstance(test, ast.Constant) and isinstance(test.value, bool):
+        return test.value
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FOLDABLE):
         return None
     (ok_a, a), (ok_b, b) = _literal(test.left), _literal(test.comparators[0])

@@ -241,9 +241,19 @@ def conditional_returns(code: str) -> str:
     return ast.unparse(tree)
 
 
+def _pure(node: ast.expr) -> bool:
+    """A literal, a name, or a tuple, list or dict of those: what substituting cannot make run code."""
+    return all(isinstance(n, (ast.Constant, ast.Name, ast.Tuple, ast.List, ast.Dict, ast.Load)) for n in ast.walk(node))
+
+
 def _literal_items(node: ast.expr, tree: ast.Module) -> list[ast.expr] | None:
-    """The items of a list or tuple literal of literals and names (or of a module name assigned such a
-    literal once and only ever read, never as `name.attr`, `name[...] = ` or `del`)."""
+    """The items of a list or tuple literal of literals and names, or of tuples and lists of those (or
+    of a module name assigned such a literal once and only ever read, never as `name.attr`,
+    `name[...] = ` or `del`); `enumerate(LITERAL)`: (index, item) pairs."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "enumerate"
+            and len(node.args) == 1 and not node.keywords):
+        items = _literal_items(node.args[0], tree)
+        return None if items is None else [ast.Tuple([ast.Constant(i), e], ast.Load()) for i, e in enumerate(items)]
     if isinstance(node, ast.Name):
         assigns = [s for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
                    and isinstance(s.targets[0], ast.Name) and s.targets[0].id == node.id]
@@ -257,9 +267,26 @@ def _literal_items(node: ast.expr, tree: ast.Module) -> list[ast.expr] | None:
         node = assigns[0].value
     if not isinstance(node, (ast.List, ast.Tuple)) or len(node.elts) > MAX_UNROLL:
         return None
-    if not all(isinstance(e, (ast.Constant, ast.Name)) for e in node.elts):
+    if not all(_pure(e) for e in node.elts):
         return None
     return list(node.elts)
+
+
+def _bind(target: ast.expr, item: ast.expr) -> dict[str, ast.expr] | None:
+    """The loop variables' values for one item (`for i, kind in ...`: the item's parts); None if the
+    item cannot be taken apart here."""
+    if isinstance(target, ast.Name):
+        return {target.id: item}
+    if (isinstance(target, (ast.Tuple, ast.List)) and isinstance(item, (ast.Tuple, ast.List))
+            and len(target.elts) == len(item.elts)):
+        out: dict[str, ast.expr] = {}
+        for t, v in zip(target.elts, item.elts):
+            part = _bind(t, v)
+            if part is None:
+                return None
+            out.update(part)
+        return out
+    return None
 
 
 def _breaks(loop: ast.For) -> bool:
@@ -280,22 +307,25 @@ def unroll_loops(code: str) -> Iterator[str]:
     becomes its body once per item, NAME written as the item."""
     tree = ast.parse(code)
     for loop in [n for n in ast.walk(tree) if isinstance(n, ast.For)]:
-        if not isinstance(loop.target, ast.Name) or loop.orelse or _breaks(loop):
+        if loop.orelse or _breaks(loop):
             continue
         items = _literal_items(loop.iter, tree)
         if items is None:
             continue
-        name = loop.target.id
-        if name in _own_bound(loop.body):
+        bound = [_bind(loop.target, item) for item in items]
+        if any(b is None for b in bound):
+            continue
+        names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        if names & _own_bound(loop.body):
             continue
         parents = parents_of(tree)
         scope: ast.AST = parents[loop]
         while not isinstance(scope, (ast.Module, *_SCOPES)):
             scope = parents[scope]
         body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
-        if name in _free(list(body), skip=tuple(loop.body)):
+        if names & _free(list(body), skip=tuple(loop.body)):
             continue  # read after the loop (or before it: the same name), where it holds another value
-        unrolled = [_Subst({name: item}).visit(copy.deepcopy(s)) for item in items for s in loop.body]
+        unrolled = [_Subst(values).visit(copy.deepcopy(s)) for values in bound for s in loop.body]  # type: ignore[arg-type]
         cand = copy.deepcopy(tree)
         c_loop = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))[id(loop)]
         parents = parents_of(cand)
@@ -425,6 +455,26 @@ class _Fold(ast.NodeTransformer):
                 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
                 and node.args[1].value.isidentifier() and not keyword.iskeyword(node.args[1].value)):
             return ast.copy_location(ast.Attribute(node.args[0], node.args[1].value, ast.Load()), node)
+        f = node.func
+        if (isinstance(f, ast.Attribute) and f.attr in ("startswith", "endswith") and isinstance(f.value, ast.Constant)
+                and isinstance(f.value.value, str) and len(node.args) == 1 and not node.keywords
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            return ast.copy_location(ast.Constant(getattr(f.value.value, f.attr)(node.args[0].value)), node)
+        return node
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.ctx, ast.Load) or not isinstance(node.slice, ast.Constant):
+            return node
+        key = node.slice.value
+        if (isinstance(node.value, (ast.List, ast.Tuple)) and isinstance(key, int) and not isinstance(key, bool)
+                and -len(node.value.elts) <= key < len(node.value.elts) and all(_pure(e) for e in node.value.elts)):
+            return node.value.elts[key]
+        if (isinstance(node.value, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.value.keys)
+                and all(isinstance(v, (ast.Constant, ast.Name, ast.Attribute)) and _pure_attr(v) for v in node.value.values)):
+            table = {k.value: v for k, v in zip(node.value.keys, node.value.values)}  # type: ignore[union-attr]
+            if key in table and [k.value for k in node.value.keys].count(key) == 1:  # type: ignore[union-attr]
+                return table[key]
         return node
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
@@ -434,10 +484,14 @@ class _Fold(ast.NodeTransformer):
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         self.generic_visit(node)
         parts: list[ast.expr] = []
-        for v in node.values:
-            if (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Constant) and isinstance(v.value.value, str)
-                    and v.conversion == -1 and v.format_spec is None):
-                v = ast.Constant(v.value.value)
+        values: list[ast.expr] = []
+        for v in node.values:  # f"{f'call {step}'}: ..." is f"call {step}: ..."
+            nested = isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
+            values += v.value.values if nested and isinstance(v.value, ast.JoinedStr) else [v]  # type: ignore[attr-defined]
+        for v in values:
+            if (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Constant)
+                    and type(v.value.value) in (str, int, bool) and v.conversion == -1 and v.format_spec is None):
+                v = ast.Constant(str(v.value.value))  # format(x, '') is str(x) for these
             if isinstance(v, ast.Constant) and parts and isinstance(parts[-1], ast.Constant):
                 parts[-1] = ast.Constant(parts[-1].value + v.value)
             else:
@@ -448,9 +502,18 @@ class _Fold(ast.NodeTransformer):
         return node
 
 
+def _pure_attr(node: ast.expr) -> bool:
+    """A literal, a name or a dotted name (`torch.nn.Sigmoid`): an entry of a table read by key."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Constant, ast.Name))
+
+
 def fold_literals(code: str) -> str:
-    """`getattr(obj, 'name')` becomes `obj.name`; a literal string inside an f-string becomes part of
-    its text (`f"{'nested'}: got {x}"` -> `f'nested: got {x}'`)."""
+    """`getattr(obj, 'name')` becomes `obj.name`; a literal string or integer inside an f-string
+    becomes part of its text (`f"{'nested'}: got {x}"` -> `f'nested: got {x}'`); `[2][0]` becomes
+    `2` and `{'sigmoid': torch.nn.Sigmoid, 'softplus': torch.nn.Softplus}['softplus']` the entry;
+    `'softplus'.startswith('linear')` becomes False (an `if` on it then folds: transforms)."""
     tree = _Fold().visit(ast.parse(code))
     return ast.unparse(ast.fix_missing_locations(tree))
 

@@ -285,7 +285,7 @@ def test_a_tuple_of_values_assigned_to_a_tuple_of_names_splits_unless_an_item_re
 def test_a_loop_over_enumerate_of_a_literal_unrolls_into_its_parts():
     code = _code("""\
         layers = []
-        for i, (kind, n) in enumerate([('softplus', 2), ('sigmoid', 3)]):
+        for i, (kind, n) in enumerate([('softplus', 2)]):
             if kind.startswith('linear'):
                 layers.append(('linear', n))
             elif kind == 'layernorm':
@@ -319,3 +319,12 @@ def test_subscripts_of_literals_and_constant_string_tests_fold_only_where_nothin
                  "f'{1.5:>4}'", "'ab'.startswith(p)"):
         code = _code(f"print({kept})")
         assert u.fold_literals(code) == code, kept
+
+
+def test_a_loop_taken_apart_into_parts_only_late_and_only_where_no_longer():
+    pairs = _code("for i, k in enumerate(['a']):\n    print(i, k)\n")
+    assert list(u.unroll_loops(pairs, parts=False)) == []  # the search's start: only `for NAME in ...`
+    assert list(u.unroll_loops(pairs)) == ["print(0, 'a')"]
+    longer = _code("for i, k in enumerate(['a', 'b', 'c']):\n    print(i, k)\n")
+    assert list(u.unroll_loops(longer)) == []  # three statements for two lines
+    assert len(list(u.unroll_loops(_code("for k in ['a', 'b', 'c']:\n    print(k)\n"), parts=False))) == 1

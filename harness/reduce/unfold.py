@@ -301,16 +301,19 @@ def _breaks(loop: ast.For) -> bool:
     return False
 
 
-def unroll_loops(code: str) -> Iterator[str]:
+def unroll_loops(code: str, parts: bool = True) -> Iterator[str]:
     """Candidates, one per loop: `for NAME in LITERAL:` (or a module list of literals; at most
     MAX_UNROLL items, no break, continue or else, NAME not assigned in the body and not read after it)
-    becomes its body once per item, NAME written as the item."""
+    becomes its body once per item, NAME written as the item. With parts, also `for i, kind in
+    enumerate(LITERAL)` and tuple targets, where the result is no longer than the loop."""
     tree = ast.parse(code)
     for loop in [n for n in ast.walk(tree) if isinstance(n, ast.For)]:
         if loop.orelse or _breaks(loop):
             continue
         items = _literal_items(loop.iter, tree)
         if items is None:
+            continue
+        if not parts and not isinstance(loop.target, ast.Name):
             continue
         bound = [_bind(loop.target, item) for item in items]
         if any(b is None for b in bound):
@@ -332,7 +335,9 @@ def unroll_loops(code: str) -> Iterator[str]:
         holder = next(b for b in _blocks(parents[c_loop]) if any(s is c_loop for s in b))
         i = next(k for k, s in enumerate(holder) if s is c_loop)
         holder[i:i + 1] = unrolled or [ast.Pass()]
-        yield ast.unparse(ast.fix_missing_locations(cand))
+        out = ast.unparse(ast.fix_missing_locations(cand))
+        if isinstance(loop.target, ast.Name) or len(out.splitlines()) <= len(code.splitlines()):
+            yield out  # a loop taken apart into its parts only where that is no longer (see the reducer)
 
 
 def constant_dispatch(code: str) -> str:

@@ -93,13 +93,13 @@ LONGER: dict[str, tuple[int, str]] = {
     "suites_torchax_ops_test_modules.py_test_generated_forward_": (
         34, "the generated module's class, extract_jax and torchax's entry-point helper stay: 29 lines in each of "
             "five cells (forward and buffers) with the unfolding rewrites, where they were 48-58"),
-    "xla27-cpu__suites_call_jax_test_properties.py_": (46, "the tree-describing helpers the message prints: 31-42"),
-    "xla27-cpu__suites_call_jax_test_structure.py_": (38, "the tree-describing helpers the message prints: 29-35"),
+    "xla27-cpu__suites_call_jax_test_properties.py_": (46, "the tree-describing helpers the message prints: 28-42"),
+    "xla27-cpu__suites_call_jax_test_structure.py_": (38, "the tree-describing helpers the message prints: 29-37"),
     # The whole default run of 2026-11-29 (docs/reduce.md), torch cells:
     "suites_call_jax_test_upstream_parity.py_test_equal_looking_statics_trace_apart_": (
         48, "frozen checks (no cell passes): the dtype assert, Observe.close and to_numpy stay: 44-46 lines"),
     "xla27-cpu__suites_call_jax_test_upstream_parity.py_test_cache_by_jax_config_": (
-        44, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 36-41"),
+        44, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 36-41 (at 5e6db3a)"),
     "suites_torchax_test_interop.py_test_round_trip_int64": (
         52, "frozen checks: the round trip's checks and the helpers they name stay: 44-51 lines"),
     "xla27-cpu__suites_call_jax_test_non_tensor_inputs.py_test_container_mixing_tensors_and_scalars_": (
@@ -107,7 +107,7 @@ LONGER: dict[str, tuple[int, str]] = {
             "the signature): 32 lines, where the search ends unhurried (377 s of 900, 720 runs)"),
     "xla27-cpu__suites_torchax_test_properties.py_test_generated_module_grads_match_torch_autograd": (
         38, "the module builder (its contrast cells take other branches of it), torchax's entry-point helper and "
-            "extract_jax stay: 32 lines (41-45 before the unfolding rewrites)"),
+            "extract_jax stay: 26 lines (41-45 before the unfolding rewrites)"),
     # Reduced under frozen checks (no cell passes the case): each check that ran and the helpers it names
     # stay whole, the eager precondition's Observe.close and to_numpy (13 lines with their blank lines) too.
     "test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement_": (

@@ -206,6 +206,33 @@ def _plain_functions(tree: ast.Module) -> list[ast.FunctionDef]:
             and not (s.args.vararg or s.args.kwarg or s.args.posonlyargs)]
 
 
+def bind_arguments(fn: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] | None:
+    """Each parameter of fn -> the expression the call passes it (its default where the call passes
+    none; `*args` a tuple of the extra positional arguments, `**kwargs` a dict of the extra keywords);
+    None where the call cannot be mapped so: a `*x` or `**x` at the call, an argument fn has no
+    parameter for, a parameter with neither argument nor default."""
+    a = fn.args
+    if a.posonlyargs or any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    positional = [p.arg for p in a.args]
+    named = positional + [p.arg for p in a.kwonlyargs]
+    extra = [k for k in call.keywords if k.arg not in named]
+    if (len(call.args) > len(positional) and not a.vararg) or (extra and not a.kwarg):
+        return None
+    given: dict[str, ast.expr] = dict(zip(positional, call.args))
+    given.update({k.arg: k.value for k in call.keywords if k.arg in named})  # type: ignore[misc]
+    defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    if any(p not in given and p not in defaults for p in named):
+        return None
+    values = {p: given.get(p, defaults.get(p)) for p in named}
+    if a.vararg:
+        values[a.vararg.arg] = ast.Tuple(list(call.args[len(positional):]), ast.Load())
+    if a.kwarg:
+        values[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
+    return values  # type: ignore[return-value]
+
+
 def drop_unused_params(code: str) -> str:
     """Each parameter a top-level function never reads goes, and so does the argument every call passes it."""
     tree = ast.parse(code)
@@ -272,13 +299,13 @@ def inline_calls(code: str, substitute: bool = True) -> str:
     """A top-level function called once, by a top-level expression statement, becomes its body there."""
     tree = ast.parse(code)
     for fn in _plain_functions(tree):
-        a = fn.args
         calls = _calls_of(tree, fn.name)
         if not calls or len(calls) != 1:
             continue
         call = calls[0]
         site = next((s for s in tree.body if isinstance(s, ast.Expr) and s.value is call), None)
-        if site is None or any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        values = bind_arguments(fn, call)
+        if site is None or values is None:
             continue
         body = list(fn.body)
         if body and isinstance(body[-1], ast.Return) and body[-1].value is None:
@@ -288,40 +315,28 @@ def inline_calls(code: str, substitute: bool = True) -> str:
             body = body[1:]  # the docstring
         if _returns(ast.Module(body=body, type_ignores=[])):
             continue
-        params = [p.arg for p in a.args + a.kwonlyargs]
-        defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
-        values.update({k.arg: k.value for k in call.keywords if k.arg})
-        if len(call.args) > len(a.args) or set(values) - set(params):
-            continue
+        params = list(values)
+        local = bound_names(ast.Module(body=body, type_ignores=[])) | set(params)
+        if local & set().union(*(_module_names(s) for s in tree.body if s is not fn and s is not site)):
+            continue  # a local of the function would shadow (or be) a global of the script
+        reads = _loads(ast.Module(body=body, type_ignores=[]))
+        stored = {n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+                  if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        pre: list[ast.stmt] = []
+        subst: dict[str, ast.expr] = {}
         for p in params:
-            if p not in values:
-                if p not in defaults:
-                    break
-                values[p] = defaults[p]
-        else:
-            local = bound_names(ast.Module(body=body, type_ignores=[])) | set(params)
-            if local & set().union(*(_module_names(s) for s in tree.body if s is not fn and s is not site)):
-                continue  # a local of the function would shadow (or be) a global of the script
-            reads = _loads(ast.Module(body=body, type_ignores=[]))
-            stored = {n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
-                      if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-            pre: list[ast.stmt] = []
-            subst: dict[str, ast.expr] = {}
-            for p in params:
-                if reads.get(p, 0) == 0 and p not in stored:
-                    continue
-                v = values[p]
-                if substitute and p not in stored and (isinstance(v, ast.Constant) or reads.get(p, 0) == 1):
-                    subst[p] = v
-                else:
-                    pre.append(ast.Assign([ast.Name(p, ast.Store())], v, lineno=0))
-            new = pre + [_Subst(subst).visit(copy.deepcopy(s)) for s in body]
-            i = tree.body.index(site)
-            tree.body[i:i + 1] = new or [ast.Pass()]
-            tree.body.remove(fn)
-            return ast.unparse(ast.fix_missing_locations(tree))
+            if reads.get(p, 0) == 0 and p not in stored:
+                continue
+            v = values[p]
+            if substitute and p not in stored and (isinstance(v, ast.Constant) or reads.get(p, 0) == 1):
+                subst[p] = v
+            else:
+                pre.append(ast.Assign([ast.Name(p, ast.Store())], v, lineno=0))
+        new = pre + [_Subst(subst).visit(copy.deepcopy(s)) for s in body]
+        i = tree.body.index(site)
+        tree.body[i:i + 1] = new or [ast.Pass()]
+        tree.body.remove(fn)
+        return ast.unparse(ast.fix_missing_locations(tree))
     return ast.unparse(tree)
 
 
@@ -386,7 +401,6 @@ def inline_returns(code: str) -> Iterator[str]:
     for idx, fn in enumerate(tree.body):
         if fn not in plain:
             continue
-        a = fn.args
         *pre, last = fn.body
         if (not isinstance(last, ast.Return) or last.value is None
                 or not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in pre)):
@@ -395,18 +409,10 @@ def inline_returns(code: str) -> Iterator[str]:
         if not calls or len(calls) != 1:
             continue
         call = calls[0]
-        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        values = bind_arguments(fn, call)
+        if values is None:
             continue
-        params = [p.arg for p in a.args + a.kwonlyargs]
-        values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
-        values.update({k.arg: k.value for k in call.keywords if k.arg})
-        if len(call.args) > len(a.args) or set(values) - set(params):
-            continue
-        defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        if any(p not in values and p not in defaults for p in params):
-            continue
-        values = {p: values.get(p, defaults.get(p)) for p in params}  # type: ignore[misc]
+        params = list(values)
         reads = _loads(last.value)
         if any(reads.get(p, 0) > 1 and not isinstance(values[p], (ast.Constant, ast.Name)) for p in params):
             continue  # an argument computed twice

@@ -35,6 +35,7 @@ from harness.reduce.transforms import (
     _module_names,
     _returns,
     _Subst,
+    bind_arguments,
 )
 
 MAX_UNROLL = 8  # a loop over more items than this stays a loop
@@ -97,6 +98,13 @@ def _own_bound(stmts: list[ast.stmt]) -> set[str]:
     return out
 
 
+def _replace(stmt: ast.stmt, new: list[ast.stmt], parents: dict[ast.AST, ast.AST]) -> None:
+    """Put the statements `new` where stmt is in its block."""
+    block = next(b for b in _blocks(parents[stmt]) if any(s is stmt for s in b))
+    i = next(k for k, s in enumerate(block) if s is stmt)
+    block[i:i + 1] = new
+
+
 def _free(nodes: list[ast.AST], skip: tuple[ast.AST, ...] = ()) -> set[str]:
     """The names these nodes read from outside (not counting what is under `skip`): a comprehension's,
     lambda's or nested def's own names (its targets, parameters, locals) are its own."""
@@ -132,8 +140,8 @@ def inline_bodies(code: str) -> Iterator[str]:
     calling scope uses (unless the calling statement assigns that name right after), or a name it reads
     from the module would be the caller's local."""
     tree = ast.parse(code)
-    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list
-                 and not s.args.posonlyargs]  # `*shapes` and `**kw` too: a call's extras become a tuple, a dict
+    # `*shapes` and `**kw` too (bind_arguments: a call's extras become a tuple, a dict)
+    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list]
     for fn in functions:
         calls = _calls_of(tree, fn.name)
         if not calls or len(calls) != 1:
@@ -141,7 +149,8 @@ def inline_bodies(code: str) -> Iterator[str]:
         call = calls[0]
         if any(n is call for n in ast.walk(fn)):
             continue  # recursive
-        if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        values = bind_arguments(fn, call)
+        if values is None:
             continue
         body = list(fn.body)
         if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
@@ -158,22 +167,6 @@ def inline_bodies(code: str) -> Iterator[str]:
         if found is None:
             continue
         site, scope = found
-        a = fn.args
-        named = [p.arg for p in a.args + a.kwonlyargs]
-        values: dict[str, ast.expr] = dict(zip([p.arg for p in a.args], call.args))
-        extra = [k for k in call.keywords if k.arg not in named]
-        values.update({k.arg: k.value for k in call.keywords if k.arg in named})
-        if (len(call.args) > len(a.args) and not a.vararg) or (extra and not a.kwarg):
-            continue
-        defaults = dict(zip([p.arg for p in a.args][len(a.args) - len(a.defaults):], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        if any(p not in values and p not in defaults for p in named):
-            continue
-        values = {p: values.get(p, defaults.get(p)) for p in named}  # type: ignore[misc]
-        if a.vararg:
-            values[a.vararg.arg] = ast.Tuple(list(call.args[len(a.args):]), ast.Load())
-        if a.kwarg:
-            values[a.kwarg.arg] = ast.Dict([ast.Constant(k.arg) for k in extra], [k.value for k in extra])
         params = list(values)
         inner = ast.Module(body=body + [ast.Expr(result)], type_ignores=[])
         reads = _loads(inner)
@@ -202,8 +195,6 @@ def inline_bodies(code: str) -> Iterator[str]:
         pairs = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))
         c_call, c_site, c_fn = pairs[id(call)], pairs[id(site)], pairs[id(fn)]
         c_parents = parents_of(cand)
-        holder = next(b for b in _blocks(c_parents[c_site]) if any(s is c_site for s in b))
-        i = next(k for k, s in enumerate(holder) if s is c_site)
         if isinstance(c_site, ast.Expr) and c_site.value is c_call:
             keep = [] if isinstance(new_result, (ast.Constant, ast.Name)) else [ast.Expr(new_result)]
         else:
@@ -216,7 +207,7 @@ def inline_bodies(code: str) -> Iterator[str]:
                         if v is c_call:
                             value[k] = new_result
             keep = [c_site]
-        holder[i:i + 1] = new_body + keep or [ast.Pass()]
+        _replace(c_site, new_body + keep or [ast.Pass()], c_parents)
         cand.body.remove(c_fn)
         yield ast.unparse(ast.fix_missing_locations(cand))
 
@@ -332,9 +323,7 @@ def unroll_loops(code: str, parts: bool = True) -> Iterator[str]:
         cand = copy.deepcopy(tree)
         c_loop = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))[id(loop)]
         parents = parents_of(cand)
-        holder = next(b for b in _blocks(parents[c_loop]) if any(s is c_loop for s in b))
-        i = next(k for k, s in enumerate(holder) if s is c_loop)
-        holder[i:i + 1] = unrolled or [ast.Pass()]
+        _replace(c_loop, unrolled or [ast.Pass()], parents)
         out = ast.unparse(ast.fix_missing_locations(cand))
         if isinstance(loop.target, ast.Name) or len(out.splitlines()) <= len(code.splitlines()):
             yield out  # a loop taken apart into its parts only where that is no longer (see the reducer)
@@ -425,9 +414,7 @@ def write_only_records(code: str) -> str:
                 continue  # not a dict
             for stmt, values in writes:
                 kept = [ast.Expr(v) for v in values if any(isinstance(x, ast.Call) for x in ast.walk(v))]
-                block = next(b for b in _blocks(parents[stmt]) if any(s is stmt for s in b))
-                i = next(k for k, s in enumerate(block) if s is stmt)
-                block[i:i + 1] = kept
+                _replace(stmt, kept, parents)
             _fix_empty(tree)
             return ast.unparse(ast.fix_missing_locations(tree))
     return ast.unparse(tree)

@@ -142,6 +142,7 @@ def inline_bodies(code: str) -> Iterator[str]:
     tree = ast.parse(code)
     # `*shapes` and `**kw` too (bind_arguments: a call's extras become a tuple, a dict)
     functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list]
+    parents = parents_of(tree)  # tree stays as parsed: each candidate is a copy
     for fn in functions:
         calls = _calls_of(tree, fn.name)
         if not calls or len(calls) != 1:
@@ -162,7 +163,6 @@ def inline_bodies(code: str) -> Iterator[str]:
             body = body[:-1]
         if _returns(ast.Module(body=body, type_ignores=[])):
             continue
-        parents = parents_of(tree)
         found = _site(tree, call, parents)
         if found is None:
             continue
@@ -237,13 +237,13 @@ def _pure(node: ast.expr) -> bool:
     return all(isinstance(n, (ast.Constant, ast.Name, ast.Tuple, ast.List, ast.Dict, ast.Load)) for n in ast.walk(node))
 
 
-def _literal_items(node: ast.expr, tree: ast.Module) -> list[ast.expr] | None:
+def _literal_items(node: ast.expr, tree: ast.Module, parents: dict[ast.AST, ast.AST]) -> list[ast.expr] | None:
     """The items of a list or tuple literal of literals and names, or of tuples and lists of those (or
     of a module name assigned such a literal once and only ever read, never as `name.attr`,
     `name[...] = ` or `del`); `enumerate(LITERAL)`: (index, item) pairs."""
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "enumerate"
             and len(node.args) == 1 and not node.keywords):
-        items = _literal_items(node.args[0], tree)
+        items = _literal_items(node.args[0], tree, parents)
         return None if items is None else [ast.Tuple([ast.Constant(i), e], ast.Load()) for i, e in enumerate(items)]
     if isinstance(node, ast.Name):
         assigns = [s for s in tree.body if isinstance(s, ast.Assign) and len(s.targets) == 1
@@ -251,7 +251,6 @@ def _literal_items(node: ast.expr, tree: ast.Module) -> list[ast.expr] | None:
         stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load)]
         if len(assigns) != 1 or len(stores) != 1:
             return None
-        parents = parents_of(tree)
         if any(isinstance(n, ast.Name) and n.id == node.id and isinstance(parents.get(n), (ast.Attribute, ast.Subscript))
                for n in ast.walk(tree)):
             return None  # `program.append(...)`, `program[0] = ...`: not a constant
@@ -298,10 +297,11 @@ def unroll_loops(code: str, parts: bool = True) -> Iterator[str]:
     becomes its body once per item, NAME written as the item. With parts, also `for i, kind in
     enumerate(LITERAL)` and tuple targets, where the result is no longer than the loop."""
     tree = ast.parse(code)
+    parents = parents_of(tree)  # tree stays as parsed: each candidate is a copy
     for loop in [n for n in ast.walk(tree) if isinstance(n, ast.For)]:
         if loop.orelse or _breaks(loop):
             continue
-        items = _literal_items(loop.iter, tree)
+        items = _literal_items(loop.iter, tree, parents)
         if items is None:
             continue
         if not parts and not isinstance(loop.target, ast.Name):
@@ -312,7 +312,6 @@ def unroll_loops(code: str, parts: bool = True) -> Iterator[str]:
         names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         if names & _own_bound(loop.body):
             continue
-        parents = parents_of(tree)
         scope: ast.AST = parents[loop]
         while not isinstance(scope, (ast.Module, *_SCOPES)):
             scope = parents[scope]
@@ -322,8 +321,7 @@ def unroll_loops(code: str, parts: bool = True) -> Iterator[str]:
         unrolled = [_Subst(values).visit(copy.deepcopy(s)) for values in bound for s in loop.body]  # type: ignore[arg-type]
         cand = copy.deepcopy(tree)
         c_loop = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))[id(loop)]
-        parents = parents_of(cand)
-        _replace(c_loop, unrolled or [ast.Pass()], parents)
+        _replace(c_loop, unrolled or [ast.Pass()], parents_of(cand))
         out = ast.unparse(ast.fix_missing_locations(cand))
         if isinstance(loop.target, ast.Name) or len(out.splitlines()) <= len(code.splitlines()):
             yield out  # a loop taken apart into its parts only where that is no longer (see the reducer)

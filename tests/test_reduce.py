@@ -529,3 +529,26 @@ def test_an_earlier_batchs_reduction_is_taken_again_only_where_one_run_shows_it_
         blocked.write_text("a file where the folder goes\n")
         kept_out = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], blocked)
         assert kept_out.text == first.text and "could not be kept for the next batch" in " ".join(said[-3:])
+
+
+def test_a_string_folded_from_the_scripts_own_pieces_is_kept_and_a_cut_one_is_not():
+    from harness.reduce.reducer import _composed, _pieces
+
+    pieces = _pieces({"nested", ": got ", "_xla_compute_type", 8, 1e-09, True, ""})
+    assert _composed("nested: got ", pieces) and _composed("nested8", pieces)
+    assert not _composed("pute_type", pieces)  # what pysource-minimize cuts out of a string
+    assert not _composed("nested", pieces)  # one piece is the script's own value already, not a composition
+    assert _composed("nestedTrue", pieces)  # f"{'nested'}{True}": a boolean the script held prints so
+    assert not _composed("nestedFalse", pieces) and not _composed("", pieces) and not _composed(8, pieces)
+
+
+FSTRING_MESSAGE = SCRIPT.replace('f"library_sum gave {got}', 'f"{\'library_sum\'} gave {got}')
+
+
+def test_an_f_strings_literal_parts_fold_into_its_text_in_a_reduced_script(tmp_path):
+    # fold_literals writes f"{'library_sum'} gave ..." as f'library_sum gave ...': a text no line of the
+    # script held, made of its own strings, which the reducer's guard on values must let through
+    assert "{'library_sum'} gave" in FSTRING_MESSAGE
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good-cpu") as good:
+        red = reduce_script(FSTRING_MESSAGE, bad, None, contrast=[good], budget_s=120)
+    assert "{'library_sum'}" not in red.body and "library_sum gave {got}" in red.body, red.body

@@ -182,13 +182,16 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     # `1.0000000000000003e-09`. A value no line of the script held is rejected unrun: what a reader sees
     # is the scenario's own (or nothing: 0, 1, '', None).
     constants = _constants(parts.body) | {0, 1, "", None, True, False, (first.record or {}).get("message", "")}
+    # fold_literals writes `f"{'nested'}: got {n}"` as `f'nested: got {n}'`: a text no line held, made wholly of
+    # the script's own strings and numbers' texts, in order; what pysource-minimize cuts out of a string is not
+    pieces = _pieces(_constants(parts.body) | {(first.record or {}).get("message", "")})
 
     def keeps(candidate: str) -> bool:
         red.candidates += 1
         key = key_of(candidate)
         if key in seen:
             return seen[key]
-        if _RENAMED in candidate or not _constants(candidate) <= constants:
+        if _RENAMED in candidate or not all(v in constants or _composed(v, pieces) for v in _constants(candidate)):
             seen[key] = False
             return False
         if not tidying and time.monotonic() - start > limit[0] * budget_s:  # this phase's share of the budget
@@ -508,6 +511,30 @@ def _constants(code: str) -> set:
         if isinstance(n, ast.Constant) and not isinstance(n.value, (bytes, type(...))):
             out.add(n.value if not isinstance(n.value, float) or n.value == n.value else "nan")
     return out
+
+
+def _pieces(constants: set) -> frozenset[str]:
+    """The texts a folded string may be made of: the script's strings, and its numbers and booleans as an
+    f-string prints them (`f"{8}"` is `'8'`)."""
+    return frozenset(v if isinstance(v, str) else str(v) for v in constants
+                     if v != "" and isinstance(v, (str, int, float)))
+
+
+def _composed(value: object, pieces: frozenset[str]) -> bool:
+    """Whether value is a string made of two or more whole pieces, end to end (`'nested: got '` of `'nested'`
+    and `': got '`); a string cut short (`'pute_type'` of `'_xla_compute_type'`) is not, unless the script
+    held the very pieces it is made of."""
+    if not isinstance(value, str) or not value:
+        return False
+    ends = {0: 0}  # position -> the fewest pieces that end there
+    for i in range(len(value)):
+        if i not in ends:
+            continue
+        for piece in pieces:
+            if value.startswith(piece, i):
+                j = i + len(piece)
+                ends[j] = min(ends.get(j, j + 1), ends[i] + 1)
+    return ends.get(len(value), 0) >= 2
 
 
 def _unwrapped(code: str, k: int) -> str:

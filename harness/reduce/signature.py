@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from dataclasses import dataclass
 
@@ -54,29 +55,67 @@ def parents_of(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
+class FoldedFStrings(ast.NodeTransformer):
+    """An f-string's literal parts as its text: `f"{'nested'}: got {n}"` is `f'nested: got {n}'`, and
+    `f"{f'call {step}'}: ..."` is `f"call {step}: ..."` (format(x, '') is str(x) for a str, int or bool).
+    What statement_text says a statement is with (a fold is the same statement) and what
+    harness.reduce.unfold.fold_literals writes."""
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
+        node.value = self.visit(node.value)  # a format spec stays as written: it must stay a JoinedStr
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        self.generic_visit(node)
+        parts: list[ast.expr] = []
+        values: list[ast.expr] = []
+        for v in node.values:  # f"{f'call {step}'}: ..." is f"call {step}: ..."
+            nested = isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
+            values += v.value.values if nested and isinstance(v.value, ast.JoinedStr) else [v]  # type: ignore[attr-defined]
+        for v in values:
+            if (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Constant)
+                    and type(v.value.value) in (str, int, bool) and v.conversion == -1 and v.format_spec is None):
+                v = ast.Constant(str(v.value.value))  # format(x, '') is str(x) for these
+            if isinstance(v, ast.Constant) and parts and isinstance(parts[-1], ast.Constant):
+                parts[-1] = ast.Constant(parts[-1].value + v.value)
+            else:
+                parts.append(v)
+        if len(parts) == 1 and isinstance(parts[0], ast.Constant):
+            return ast.copy_location(parts[0], node)
+        node.values = parts
+        return node
+
+
+def _text(node: ast.AST) -> str:
+    """node's source, its f-strings' literal parts folded into their text (FoldedFStrings)."""
+    if any(isinstance(n, ast.JoinedStr) for n in ast.walk(node)):
+        node = FoldedFStrings().visit(copy.deepcopy(node))
+    return ast.unparse(node)
+
+
 def statement_text(node: ast.stmt, parent: ast.AST | None) -> str | None:
     """A statement as the signature says it: canonical source; an assignment, expression statement
     or `return` by the expression it computes; a block by its header (`if COND`); a `raise`
     directly under an `if` with its condition (`if COND: raise ...`)."""
     if isinstance(node, (ast.If, ast.While)):
-        return f"{'if' if isinstance(node, ast.If) else 'while'} {ast.unparse(node.test)}"  # its condition raised
+        return f"{'if' if isinstance(node, ast.If) else 'while'} {_text(node.test)}"  # its condition raised
     if isinstance(node, ast.For):
-        return f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}"
+        return f"for {_text(node.target)} in {_text(node.iter)}"
     if not isinstance(node, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Assert,
                              ast.Import, ast.ImportFrom, ast.Delete)):
         return None  # a decorator, a def's or a with's header: no single statement to keep
     if isinstance(node, ast.Assert):
-        return f"assert {ast.unparse(node.test)}"  # the check; its message is the signature's failure, up to numbers
+        return f"assert {_text(node.test)}"  # the check; its message is the signature's failure, up to numbers
     value = getattr(node, "value", None)
     binds = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
     if (isinstance(node, (ast.Expr, ast.Return, ast.Assign, ast.AnnAssign)) and value is not None
             and all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.Store)) for t in binds for n in ast.walk(t))):
         # what it computes: `out, = g(t)`, `g(t)` and `return g(t)` raise the same (an assignment to an
         # item or attribute, `h[mask] = 0.25`, is itself the operation: it stays whole)
-        return ast.unparse(value)
-    text = ast.unparse(node)
+        return _text(value)
+    text = _text(node)
     if isinstance(node, ast.Raise) and isinstance(parent, ast.If) and node in parent.body:
-        text = f"if {ast.unparse(parent.test)}: {text}"
+        text = f"if {_text(parent.test)}: {text}"
     return text
 
 

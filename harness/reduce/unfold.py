@@ -25,7 +25,7 @@ import keyword
 from collections.abc import Iterator
 
 from harness.reduce.names import bound_names
-from harness.reduce.signature import parents_of
+from harness.reduce.signature import FoldedFStrings, parents_of
 from harness.reduce.transforms import (
     _SCOPES,
     _blocks,
@@ -438,7 +438,7 @@ def split_tuple_assignments(code: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-class _Fold(ast.NodeTransformer):
+class _Fold(FoldedFStrings):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if (isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) == 2 and not node.keywords
@@ -465,30 +465,6 @@ class _Fold(ast.NodeTransformer):
             table = {k.value: v for k, v in zip(node.value.keys, node.value.values)}  # type: ignore[union-attr]
             if key in table and [k.value for k in node.value.keys].count(key) == 1:  # type: ignore[union-attr]
                 return table[key]
-        return node
-
-    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
-        node.value = self.visit(node.value)  # a format spec stays as written: it must stay a JoinedStr
-        return node
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
-        self.generic_visit(node)
-        parts: list[ast.expr] = []
-        values: list[ast.expr] = []
-        for v in node.values:  # f"{f'call {step}'}: ..." is f"call {step}: ..."
-            nested = isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None
-            values += v.value.values if nested and isinstance(v.value, ast.JoinedStr) else [v]  # type: ignore[attr-defined]
-        for v in values:
-            if (isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Constant)
-                    and type(v.value.value) in (str, int, bool) and v.conversion == -1 and v.format_spec is None):
-                v = ast.Constant(str(v.value.value))  # format(x, '') is str(x) for these
-            if isinstance(v, ast.Constant) and parts and isinstance(parts[-1], ast.Constant):
-                parts[-1] = ast.Constant(parts[-1].value + v.value)
-            else:
-                parts.append(v)
-        if len(parts) == 1 and isinstance(parts[0], ast.Constant):
-            return ast.copy_location(parts[0], node)
-        node.values = parts
         return node
 
 

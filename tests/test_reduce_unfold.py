@@ -328,3 +328,69 @@ def test_a_loop_taken_apart_into_parts_only_late_and_only_where_no_longer():
     longer = _code("for i, k in enumerate(['a', 'b', 'c']):\n    print(i, k)\n")
     assert list(u.unroll_loops(longer)) == []  # three statements for two lines
     assert len(list(u.unroll_loops(_code("for k in ['a', 'b', 'c']:\n    print(k)\n"), parts=False))) == 1
+
+
+def test_an_instance_of_a_class_of_self_free_methods_calls_them_as_functions():
+    code = _code("""
+        import math
+
+        class Observe(dict):
+            def close(self, actual, expected, *, tol, name=''):
+                print(name, abs(actual - expected) <= tol)
+
+            def same(self, a, b):
+                print(a == b)
+
+        observe = Observe()
+        observe.close(math.pi, 3.14159, tol=1e-3, name='pi')
+        observe.same(1, 1)
+    """)
+    got = u.plain_methods(code)
+    assert "class" not in got and "observe" not in got and "close(math.pi" in got and "def same(a, b)" in got, got
+    assert _prints(got) == _prints(code)
+    # inlined once a function: the check's statement where the call was
+    inlined = next(u.inline_bodies(got, ordered=True))
+    assert _prints(inlined) == _prints(code)
+    # left alone: a method that reads self, an instance used otherwise, a class read elsewhere, a name clash
+    for other in ("print(len(self))", ):
+        kept = code.replace("print(a == b)", other)
+        assert u.plain_methods(kept) == kept
+    for extra in ("print(observe)", "print(isinstance(observe, Observe))", "same = 2"):
+        kept = code + "\n" + extra
+        assert u.plain_methods(kept) == kept, extra
+
+
+def test_an_ordered_inline_assigns_an_argument_that_calls_something_first():
+    code = _code("""
+        def helper(a, b):
+            print('helper')
+            return a + b
+
+        def noisy():
+            print('argument')
+            return 1
+
+        x = 2
+        print(helper(noisy(), x * 3))
+    """)
+    loose = next(u.inline_bodies(code))
+    assert "noisy() + x * 3" in loose and _prints(loose) != _prints(code)  # the order a reader may not care for
+    ordered = next(u.inline_bodies(code, ordered=True))
+    assert "a = noisy()" in ordered and "a + x * 3" in ordered and _prints(ordered) == _prints(code), ordered
+
+
+def test_a_call_in_an_asserts_test_inlines_and_one_in_its_message_does_not():
+    code = _code("""
+        def has(text, key):
+            return key in text
+
+        def describe(t):
+            return f'no key in {t}'
+
+        text = 'a=1'
+        assert has(text, 'a'), describe(text)
+        print('ok')
+    """)
+    got = list(u.inline_bodies(code))
+    assert len(got) == 1 and "assert 'a' in text, describe(text)" in got[0], got
+    assert _prints(got[0]) == _prints(code)

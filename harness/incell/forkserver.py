@@ -6,7 +6,8 @@ runs it with `python -I`, so neither this project nor the host's site-packages a
 
 Protocol: argv[1] is a comma-separated list of modules to import first (a failing import is left
 for the script to hit and report). Then one JSON object a line on stdin, {"script": PATH,
-"timeout": S}; for each, one JSON line on stdout, {"status": EXIT}, where EXIT is the child's exit
+"timeout": S} (and "lines": true to have the child write the script's lines that ran, a JSON list,
+to PATH.lines); for each, one JSON line on stdout, {"status": EXIT}, where EXIT is the child's exit
 status (negative: killed by that signal; SIGALRM is the timeout). The child writes its output to
 PATH.out and, when the script raised, {"type", "message", "line", "in_script"} to PATH.sig: the exception's
 qualified type, its message, the script's innermost line in the traceback and whether the
@@ -38,7 +39,24 @@ def _innermost(exc, path):
     return line, last == path
 
 
-def _child(path, timeout, server):
+def _line_tracer(path, seen):
+    """A sys.settrace function recording the lines of the script's own frames (others are not traced:
+    a call into jax costs one check). Threads the script starts are traced too (threading.settrace);
+    a thread the libraries start in C (an XLA callback's) is not: what runs there counts as not run."""
+    def local(frame, event, _arg):
+        if event == "line":
+            seen.add(frame.f_lineno)
+        return local
+
+    def on_call(frame, _event, _arg):
+        if frame.f_code.co_filename != path:
+            return None
+        seen.add(frame.f_lineno)
+        return local
+    return on_call
+
+
+def _child(path, timeout, server, lines=False):
     os.setsid()  # its own group: the server kills whatever the script leaves behind
     if sys.platform.startswith("linux"):  # and if the server is killed, the kernel kills this child
         ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -53,6 +71,12 @@ def _child(path, timeout, server):
     signal.alarm(timeout)
     sys.argv = [path]
     code, record = 0, None
+    seen = set()
+    if lines:
+        import threading
+        tracer = _line_tracer(path, seen)
+        threading.settrace(tracer)
+        sys.settrace(tracer)
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
@@ -63,9 +87,13 @@ def _child(path, timeout, server):
         line, in_script = _innermost(exc, path)
         record = {"type": f"{type(exc).__module__}.{type(exc).__qualname__}", "message": str(exc)[:4000],
                   "line": line, "in_script": in_script}
+    sys.settrace(None)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+        if lines:
+            with open(path + ".lines", "w") as f:
+                json.dump(sorted(seen), f)
         if record is not None:
             with open(path + ".sig", "w") as f:
                 json.dump(record, f)
@@ -81,14 +109,14 @@ def main():
             pass  # the script's own import fails the same way and says why
     for line in sys.stdin:
         req = json.loads(line)
-        path, timeout = str(req["script"]), int(req["timeout"])
-        for stale in (path + ".sig", path + ".out"):
+        path, timeout, lines = str(req["script"]), int(req["timeout"]), req.get("lines") is True
+        for stale in (path + ".sig", path + ".out", path + ".lines"):
             if os.path.exists(stale):
                 os.unlink(stale)
         server = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(path, timeout, server)
+            _child(path, timeout, server, lines)
         _, status = os.waitpid(pid, 0)
         try:
             os.killpg(pid, signal.SIGKILL)  # daemons the script forked

@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from harness.reduce.script import env_statement, preamble_length
 from harness.reduce.signature import parents_of, statement_text
@@ -148,6 +148,12 @@ class _Checks:
         return False
 
 
+def checks_of(tree: ast.Module) -> Callable[[ast.stmt], bool]:
+    """Whether a statement of tree is a check (an assert, a raise of the script's own, a call of an
+    assertion helper: _Checks.is_check), knowing tree's checking functions and methods."""
+    return _Checks(tree).is_check
+
+
 def _innermost(tree: ast.Module, line: int) -> tuple[ast.AST, ast.stmt | None]:
     """(the function or module holding line, the innermost statement there that holds it)."""
     scope: ast.AST = tree
@@ -249,7 +255,8 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     # what starts after the module's line that was running (the outermost frame) never ran before the failure
     until = frames[0] if frames else None
     defined = {name: [d for d in ds if until is None or d.lineno <= until] for name, ds in _top_definitions(tree).items()}
-    read = set().union(*(_referenced(s, checks) for s in ran))
+    judged = [*ran, *_conditions(ran, parents)]  # `if COND: raise ...` judges COND: what it reads is the check's
+    read = set().union(*(_referenced(s, checks) for s in judged))
     todo = read.union(*(_referenced(h.iter, checks) for h in headers))
     frozen: dict[int, ast.stmt] = {}
     while todo:
@@ -260,9 +267,9 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
                 todo |= _referenced(d, checks)
     operands = frozenset(read - set(defined))
     written = frozenset(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)))
-    inputs = Counter(ast.unparse(a) for a in _inputs([*ran, *headers], parents))
-    calls = held_calls(tree, [*ran, *headers], until)
-    bridged = bridged_functions(tree, [*ran, *headers], until=until)
+    inputs = Counter(ast.unparse(a) for a in _inputs([*judged, *headers], parents))
+    calls = held_calls(tree, [*judged, *headers], until)
+    bridged = bridged_functions(tree, [*judged, *headers], until=until)
     return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written,
                   frozenset(calls), Counter(ast.unparse(d) for d in bridged))
 
@@ -365,6 +372,13 @@ def bridged_functions(tree: ast.Module, checks: Sequence[ast.AST], packages: Seq
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_root(d) in roots for d in n.decorator_list):
             named.add(n.name)
     return [defs[name] for name in sorted(named) if name in defs]
+
+
+def _conditions(ran: Sequence[ast.AST], parents: dict[ast.AST, ast.AST]) -> list[ast.expr]:
+    """The condition of each `if COND: raise ...` among ran: what that check judges (its message may name
+    none of it: `raise AssertionError('no placement')`)."""
+    return [parents[s].test for s in ran if isinstance(s, ast.Raise) and isinstance(parents.get(s), ast.If)  # type: ignore[attr-defined]
+            and any(b is s for b in parents[s].body)]  # type: ignore[attr-defined]
 
 
 def _enclosing_loops(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> list[ast.For | ast.While]:
@@ -470,6 +484,7 @@ def lacks(tree: ast.Module, frozen: Frozen) -> bool:
     if frozen.calls:
         checks = [n for n in stmts if statement_text(n, parents.get(n)) in frozen.statements
                   or (isinstance(n, ast.Assert) and ast.unparse(n) in frozen.statements)]
+        checks += _conditions(checks, parents)
         if not frozen.calls <= held_calls(tree, checks):  # a call the checked values came through is gone
             return True
     if frozen.bridged - Counter(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):

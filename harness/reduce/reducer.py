@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 import pysource_minimize
 
-from harness.reduce import transforms, unfold
+from harness.reduce import rebase, transforms, unfold
 from harness.reduce.checks import ORACLE, Frozen, frozen_checks, lacks
 from harness.reduce.names import undefined_names
 from harness.reduce.script import assemble, split_script
@@ -147,6 +147,15 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
             raise NotReducible("the failure is the script's own check, no cell where the case passes (and the full "
                                "script exits 0) is given, and no check statement of the script's was found in its "
                                "traceback to freeze; pass --passes-in CELL")
+    if frozen:
+        # what keeps the script's meaning for its failing run may change its checks and their helpers too: the
+        # branches it never took, a helper called once (harness.reduce.rebase). The script reduced is that
+        # one, its frozen set read again from it
+        rebased = rebase.rebase(source, server, sig, match, say)
+        if rebased is not None:
+            source, first = rebased
+            parts = split_script(source)
+            frozen = frozen_checks(source, transforms.frame_lines(first.output))
     timeout = max(MIN_TIMEOUT_S, int(3 * again.seconds) + 1)  # the first run also waited for the server's imports
     allowed = undefined_names(ast.parse(source))  # what the original itself leaves undefined (never reached)
     red = Reduction(dict(parts.facts), dict(parts.env), ast.unparse(ast.parse(parts.body)), sig,
@@ -270,7 +279,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         # budget-bound search when tried from the start (xla27-cpu's call sequences: 31 -> 54 lines at the
         # budget): it is tried once pysource-minimize is done, where it helps (module grads 32 -> 26)
         lambda b: list(unfold.unroll_loops(b, parts=late[0])),
-        lambda b: [unfold.conditional_returns(b), unfold.constant_dispatch(b), unfold.no_ops(b),
+        lambda b: [unfold.plain_methods(b), unfold.conditional_returns(b), unfold.constant_dispatch(b), unfold.no_ops(b),
                    unfold.write_only_records(b), unfold.split_tuple_assignments(b), unfold.fold_literals(b)],
         lambda b: list(transforms.inline_names(b)),
         lambda b: [transforms.merge_imports(b), transforms.unused_targets(b), transforms.inline_constants(b),

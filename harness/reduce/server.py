@@ -24,6 +24,7 @@ from harness.paths import REPO
 
 SERVER_SOURCE = REPO / "harness/incell/forkserver.py"
 MAX_RECORD = 16_000  # bytes of a .sig record read back; more is a tampering script, not a signature
+MAX_LINES_RECORD = 400_000  # bytes of a .lines record (a line number each; a script is a few hundred lines)
 MAX_OUTPUT = 200_000  # bytes of a candidate's output read back (its tail)
 # Modules imported before the first fork, in this order, when the script imports them.
 HEAVY = ("numpy", "jax", "torch", "torch_xla", "torchax", "flax", "optax")
@@ -37,6 +38,7 @@ class Run:
     record: dict[str, Any] | None
     output: str
     seconds: float
+    lines: frozenset[int] | None = None  # the script's lines that ran, where asked for (run(..., lines=True))
 
 
 def heavy_imports(source: str) -> list[str]:
@@ -106,8 +108,9 @@ class ForkServer:
         if rc == -signal.SIGKILL:
             raise KeyboardInterrupt("the reducer's fork server was killed")
 
-    def run(self, source: str, timeout_s: int) -> Run:
-        """Run one candidate (a fresh fork); a server that stops answering is restarted."""
+    def run(self, source: str, timeout_s: int, lines: bool = False) -> Run:
+        """Run one candidate (a fresh fork); a server that stops answering is restarted. lines: record
+        which of the script's lines ran (a trace function in the child: slower, asked for once)."""
         if self.proc is not None and self.proc.poll() is not None:
             self._killed_from_outside()
         if self.proc is None:
@@ -115,13 +118,14 @@ class ForkServer:
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         path = self.scratch / "repro.py"  # one name: the traceback and messages never differ by file name
         path.write_text(source, encoding="utf-8")
-        for stale in (Path(f"{path}.sig"), Path(f"{path}.out")):  # never read a previous candidate's record
+        for stale in (Path(f"{path}.sig"), Path(f"{path}.out"), Path(f"{path}.lines")):  # never read a previous candidate's record
             stale.unlink(missing_ok=True)
         start = time.monotonic()
         self.runs += 1
         status: int | None = None
         try:
-            self.proc.stdin.write(json.dumps({"script": str(path), "timeout": timeout_s}) + "\n")
+            request = {"script": str(path), "timeout": timeout_s, **({"lines": True} if lines else {})}
+            self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
             # the import of the heavy packages happens before the first answer: allow for it
             ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s + (600 if self.runs == 1 else 30))
@@ -139,7 +143,20 @@ class ForkServer:
         sig = Path(str(path) + ".sig")
         out = Path(str(path) + ".out")
         record = _checked_record(_tail(sig, MAX_RECORD, head=True)) if sig.is_file() else None
-        return Run(status, record, _tail(out, MAX_OUTPUT) if out.is_file() else "", time.monotonic() - start)
+        ran = Path(str(path) + ".lines")
+        return Run(status, record, _tail(out, MAX_OUTPUT) if out.is_file() else "", time.monotonic() - start,
+                   _checked_lines(_tail(ran, MAX_LINES_RECORD, head=True)) if lines and ran.is_file() else None)
+
+
+def _checked_lines(text: str) -> frozenset[int] | None:
+    """The child's list of line numbers if it is one (anything else, cut short or forged, counts as none)."""
+    try:
+        got = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(got, list) or not all(type(n) is int and n >= 0 for n in got):  # 0: a module frame starting
+        return None
+    return frozenset(got)
 
 
 def _tail(path: Path, limit: int, head: bool = False) -> str:

@@ -340,10 +340,11 @@ def inline_calls(code: str, substitute: bool = True) -> str:
     return ast.unparse(tree)
 
 
-def inline_names(code: str) -> Iterator[str]:
+def inline_names(code: str, *, ordered: bool = False) -> Iterator[str]:
     """Candidates, one per name: a name assigned once and read once is replaced by its value, where
     the read is in the next statement of the same block (a module constant: anywhere) and the line
-    holding it stays within MAX_LINE."""
+    holding it stays within MAX_LINE. ordered: only a value that calls nothing (a call moved into its
+    reader runs later, or inside a lambda once a call)."""
     tree = ast.parse(code)
     for holder in [tree.body] + [b for n in ast.walk(tree) for b in _blocks(n) if b is not tree.body]:
         for i, stmt in enumerate(holder):
@@ -355,6 +356,8 @@ def inline_names(code: str) -> Iterator[str]:
                 continue
             if isinstance(stmt.value, (ast.Lambda, ast.Starred)) or any(
                     isinstance(n, (ast.NamedExpr, ast.Yield, ast.Await)) for n in ast.walk(stmt.value)):
+                continue
+            if ordered and any(isinstance(n, ast.Call) for n in ast.walk(stmt.value)):
                 continue
             later = holder[i + 1] if i + 1 < len(holder) else None
             is_const = holder is tree.body and isinstance(stmt.value, ast.Constant)
@@ -591,9 +594,12 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 def _constant_test(test: ast.expr) -> bool | None:
     """What a test of two literals compared (`==`, `!=`, `in`, `not in`), or a literal True or False (a
-    folded `'softplus'.startswith('linear')`), always gives; None for any other."""
+    folded `'softplus'.startswith('linear')`), or `not` of one, always gives; None for any other."""
     if isinstance(test, ast.Constant) and isinstance(test.value, bool):
         return test.value
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):  # `not False`: an inlined flag
+        inner = _constant_test(test.operand)
+        return None if inner is None else not inner
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _FOLDABLE):
         return None
     (ok_a, a), (ok_b, b) = _literal(test.left), _literal(test.comparators[0])

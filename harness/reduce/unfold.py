@@ -15,6 +15,8 @@ a rewrite may then be wrong for some script):
 - `write_only_records`: a dict a scenario filled for its checks, none of which is left, goes.
 - `conditional_returns`: `if C: return A` then `return B` becomes `return A if C else B`.
 - `fold_literals`: `getattr(xb, 'call_jax')` becomes `xb.call_jax`, `f"{'nested'}: ..."` the text.
+- `plain_methods`: `observe.close(...)` of `observe = Observe()`, a class of methods that never read
+  `self`, becomes `close(...)`, the method a function.
 """
 
 from __future__ import annotations
@@ -39,21 +41,22 @@ from harness.reduce.transforms import (
 )
 
 MAX_UNROLL = 8  # a loop over more items than this stays a loop
-_SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+_SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Assert, ast.Raise)
 # Where a sub-expression may not run, or run more than once, when its statement does: a call there
 # cannot move before the statement.
 _CONDITIONAL = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.IfExp, ast.BoolOp)
 
 
 def _site(tree: ast.Module, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> tuple[ast.stmt, ast.AST] | None:
-    """The simple statement whose evaluation always evaluates `call`, and the scope holding it (the
-    module or a function); None if the call sits where it may not run (a lambda, a comprehension, a
-    branch of `a if c else b` or `x and y`) or in a compound statement's header."""
+    """The simple statement whose evaluation always evaluates `call` (an assert's test, a raise's
+    exception too), and the scope holding it (the module or a function); None if the call sits where it
+    may not run (a lambda, a comprehension, a branch of `a if c else b` or `x and y`, an assert's
+    message) or in a compound statement's header."""
     node: ast.AST = call
     while not isinstance(node, ast.stmt):
         parent = parents[node]
-        if isinstance(parent, _CONDITIONAL):
-            return None
+        if isinstance(parent, _CONDITIONAL) or (isinstance(parent, ast.Assert) and node is parent.msg):
+            return None  # an assert's message is evaluated only where its test fails
         node = parent
     if not isinstance(node, _SIMPLE):
         return None
@@ -132,13 +135,14 @@ def _store_names(stmt: ast.stmt) -> set[str]:
     return set()  # `x += f(a)` reads x after f's body ran: not a name the statement only assigns
 
 
-def inline_bodies(code: str) -> Iterator[str]:
+def inline_bodies(code: str, *, ordered: bool = False) -> Iterator[str]:
     """Candidates, one per helper: a top-level function called once, from a simple statement that always
     evaluates the call, returning only at its end (or not at all), becomes its statements before that
     statement (parameters substituted where the argument is a literal, a name or read once, else assigned)
     and its returned expression at the call. Refused where one of its locals would change a name the
     calling scope uses (unless the calling statement assigns that name right after), or a name it reads
-    from the module would be the caller's local."""
+    from the module would be the caller's local. ordered: an argument that calls something is assigned
+    first, never written where it is read (which runs it after the helper's statements before)."""
     tree = ast.parse(code)
     # `*shapes` and `**kw` too (bind_arguments: a call's extras become a tuple, a dict)
     functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list]
@@ -185,7 +189,8 @@ def inline_bodies(code: str) -> Iterator[str]:
             if reads.get(p, 0) == 0 and p not in stored:
                 continue
             v = values[p]
-            if p not in stored and (isinstance(v, (ast.Constant, ast.Name)) or reads.get(p, 0) == 1):
+            if p not in stored and (isinstance(v, (ast.Constant, ast.Name))
+                                    or (reads.get(p, 0) == 1 and (not ordered or not _calls(v)))):
                 subst[p] = v
             else:
                 pre.append(ast.Assign([ast.Name(p, ast.Store())], v, lineno=0))
@@ -210,6 +215,57 @@ def inline_bodies(code: str) -> Iterator[str]:
         _replace(c_site, new_body + keep or [ast.Pass()], c_parents)
         cand.body.remove(c_fn)
         yield ast.unparse(ast.fix_missing_locations(cand))
+
+
+def _calls(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
+
+
+def plain_methods(code: str) -> str:
+    """A module-level instance `observe = Observe()` of a script class that only holds methods, none of
+    which reads `self` (or `__class__`), used only as `observe.close(...)`: the methods become functions
+    where the class was and the calls call them (`close(...)`); the class and the instance go. An
+    instance whose class has a base (`dict`) works the same, as no attribute but these methods is read.
+    Refused where a method's name is a name the module already uses."""
+    tree = ast.parse(code)
+    parents = parents_of(tree)
+    classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        d.name for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and parents.get(d) is tree}
+    for inst in tree.body:
+        if not (isinstance(inst, ast.Assign) and len(inst.targets) == 1 and isinstance(inst.targets[0], ast.Name)
+                and isinstance(inst.value, ast.Call) and isinstance(inst.value.func, ast.Name)
+                and not inst.value.args and not inst.value.keywords and inst.value.func.id in classes):
+            continue
+        name, cls = inst.targets[0].id, classes[inst.value.func.id]
+        methods = [m for m in cls.body if not (isinstance(m, ast.Expr) and isinstance(m.value, ast.Constant))]
+        if cls.decorator_list or cls.keywords or not methods or not all(
+                isinstance(m, ast.FunctionDef) and not m.decorator_list and m.args.args and not m.args.posonlyargs
+                for m in methods):
+            continue
+        by_name = {m.name: m for m in methods}  # type: ignore[union-attr]
+        if len(by_name) != len(methods) or set(by_name) & used or any(
+                isinstance(n, ast.Name) and n.id in (m.args.args[0].arg, "__class__", "super")  # type: ignore[union-attr]
+                for m in methods for n in ast.walk(m)):
+            continue
+        uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and n is not inst.targets[0]]
+        if any(not (isinstance(parents[n], ast.Attribute) and parents[n].attr in by_name
+                    and isinstance(parents[parents[n]], ast.Call) and parents[parents[n]].func is parents[n])
+               for n in uses):
+            continue
+        if [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == cls.name] != [inst.value.func]:
+            continue  # the class is read elsewhere (isinstance, a subclass)
+        for n in uses:
+            call = parents[parents[n]]
+            call.func = ast.Name(parents[n].attr, ast.Load())
+        for m in methods:
+            m.args.args = m.args.args[1:]  # type: ignore[union-attr]
+        at = tree.body.index(cls)
+        tree.body[at:at + 1] = methods
+        tree.body.remove(inst)
+        return ast.unparse(ast.fix_missing_locations(tree))
+    return code
 
 
 def conditional_returns(code: str) -> str:

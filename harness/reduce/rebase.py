@@ -1,0 +1,94 @@
+"""Before a reduction under frozen checks (harness.reduce.checks: no cell passes the case, so the checks
+that ran and the helpers they name are held word for word), rewrite the whole script, those included,
+by what keeps its meaning for the failing run, and hand the reducer that script to freeze and reduce.
+
+The frozen set stands in for a contrast cell: a reduction that guts what a check judges fails the same
+way, and nothing else tells the two apart. So it is changed only by rewrites that cannot change what a
+check judges in this run:
+
+- what the run never ran goes (harness.reduce.unrun: `to_numpy`'s branch for a type never seen, a
+  refusal's `else: raise AssertionError('DID NOT RAISE')`);
+- a helper called once becomes its statements and its returned expression (harness.reduce.unfold
+  inline_bodies, `ordered`: an argument that is more than a name or a literal is assigned first, as the
+  call evaluated it);
+- `observe.close(...)` of an instance of a class of methods that never read `self` calls `close` as a
+  function (unfold.plain_methods), which can then be inlined;
+- a name assigned a value that calls nothing, once, and read in the next statement (`ordered`: a call
+  moved into its reader would run later, or in a lambda each time), a short module constant, an `if` on a
+  literal, a literal folded (`f"{'nested'}"`, `getattr(o, 'a')`), a tuple assignment split, a no-op.
+
+Nothing is deleted that ran, and no value is written out. Each rewrite is still a candidate: kept only
+where the script fails the same way (the signature) and its checks can still be read off the run.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterable
+
+from harness.reduce import transforms, unfold, unrun
+from harness.reduce.checks import frozen_checks
+from harness.reduce.script import split_script
+from harness.reduce.server import ForkServer, Run
+from harness.reduce.signature import Signature, signature
+
+MAX_ROUNDS = 6  # rounds of the meaning-keeping rewrites (each kept rewrite is one run)
+
+# Each: code -> candidates. The meaning of the run is kept by construction (the module docstring says how).
+REWRITES: tuple[Callable[[str], Iterable[str]], ...] = (
+    lambda b: unfold.inline_bodies(b, ordered=True),
+    lambda b: list(transforms.inline_names(b, ordered=True)),
+    lambda b: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b), unfold.fold_literals(b),
+               unfold.split_tuple_assignments(b), unfold.no_ops(b), unfold.conditional_returns(b),
+               transforms.merge_imports(b)],
+)
+
+
+def _split(source: str) -> tuple[str, str]:
+    """(the text before the code, the code), as the reducer splits a script."""
+    body = split_script(source).body
+    lines = source.splitlines()
+    return "\n".join(lines[:len(lines) - len(body.splitlines())]).rstrip("\n") + "\n", body
+
+
+def rebase(source: str, server: ForkServer, sig: Signature, match: str | None,
+           say: Callable[[str], None] = lambda _m: None) -> tuple[str, Run] | None:
+    """(the script rewritten, its run) where some rewrite kept its signature and its checks; None where
+    none applies or none kept them."""
+    head, body = _split(source)
+    best: tuple[str, Run] | None = None
+
+    def holds(code: str) -> bool:
+        nonlocal best
+        full = head + code + "\n"
+        run = server.run(full, 600)
+        if signature(run, full, match) != sig or not frozen_checks(full, transforms.frame_lines(run.output)).statements:
+            return False
+        best = (full, run)
+        return True
+
+    traced = server.run(source, 600, lines=True)
+    code = ast.unparse(ast.parse(body))
+    if traced.lines is not None and signature(traced, source, match) == sig:
+        offset = len(source.splitlines()) - len(body.splitlines())
+        pruned = unrun.drop_unrun(body, {n - offset for n in traced.lines if n > offset})
+        if pruned != code and holds(pruned):
+            code = pruned
+            say("  what the failing run never ran is gone (its frozen checks' helpers too)")
+    kept = 0
+    for _ in range(MAX_ROUNDS):
+        before = code
+        for rewrite in REWRITES:
+            try:
+                candidates = list(rewrite(code))
+            except (ValueError, SyntaxError):  # ast.unparse cannot write it (a backslash in an f-string's expression)
+                continue
+            for candidate in dict.fromkeys(candidates):
+                if candidate != code and holds(candidate):
+                    code, kept = candidate, kept + 1
+                    break
+        if code == before:
+            break
+    if kept:
+        say(f"  {kept} rewrites that keep the run's meaning, frozen checks and helpers included")
+    return best

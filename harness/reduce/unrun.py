@@ -1,0 +1,147 @@
+"""Drop what the failing run never ran: the branches not taken, the handlers that caught nothing, the
+statements after the failure, read off a trace of the script's own lines (harness.incell.forkserver,
+`lines`).
+
+That run is the same run without them: a statement that never ran cannot change it. So this rewrite
+may touch what nothing else may, the checks and helpers the reducer freezes where no cell passes the
+case (harness.reduce.checks): `to_numpy`'s branch for a type never seen, a refusal's `else: raise
+AssertionError('DID NOT RAISE')`, a compat helper's other spelling. The reducer takes the result as
+the script to reduce (and reads its frozen set from it) only where it fails the same way.
+
+A check never goes, though it never ran: an `assert`, a `raise` of the script's own, a call of an
+assertion helper, and the branch or handler holding one (`if abs(a - b) > tol: raise ...` in the
+helper of a precondition that passed). It did not fail in this run, but it is what fails a candidate
+that guts what it judges: pruned, the precondition would hold for anything, and the frozen checks
+would vouch for nothing.
+
+What it leaves, though no line of it ran: a function's body that never ran (a function the run never
+called, or called only on a thread the trace does not see: a C thread's callback, autograd's device
+thread), a loop's body that ran zero times, and the statements that run no bytecode of their own
+(`global`, `nonlocal`, a bare annotation, `break`, `continue`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Collection
+
+from harness.reduce.checks import checks_of
+
+_KEEP = (ast.Global, ast.Nonlocal, ast.Break, ast.Continue, ast.Pass)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _header(stmt: ast.stmt) -> range:
+    """The lines a statement runs on its own: a simple statement's every line; a compound one's up to
+    its first block (a def's decorators and defaults, an if's test, a for's target and sequence)."""
+    first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+    blocks = [s for f in ("body", "orelse", "finalbody", "handlers") for s in getattr(stmt, f, []) or []]
+    if isinstance(stmt, ast.Match):
+        blocks = [s for c in stmt.cases for s in c.body]
+    if not blocks:
+        return range(first, (stmt.end_lineno or stmt.lineno) + 1)
+    return range(first, max(first, min(b.lineno for b in blocks)))
+
+
+def _ran(stmt: ast.stmt, lines: Collection[int]) -> bool:
+    if isinstance(stmt, _KEEP) or (isinstance(stmt, ast.AnnAssign) and stmt.value is None):
+        return True  # no bytecode of its own (or nothing to gain): never judged by the trace
+    if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+        return True
+    return any(n in lines for n in _header(stmt))
+
+
+def _any_ran(block: list[ast.stmt], lines: Collection[int]) -> bool:
+    return any(_ran(s, lines) and not isinstance(s, _KEEP) for s in block)
+
+
+def _gone(block: list[ast.stmt], lines: Collection[int], held: _Held) -> bool:
+    """Whether a block may go whole: none of it ran and it holds no check."""
+    return not _any_ran(block, lines) and not any(held(s) for s in block)
+
+
+def _has_call(node: ast.AST) -> bool:
+    """Whether evaluating node may run code of the script's or a library's (`isinstance(x, str)` may not)."""
+    return any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
+               or (isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _PURE_CALLS))
+               for n in ast.walk(node))
+
+
+_Held = Callable[[ast.AST], bool]  # whether a node holds a check (never pruned)
+
+_PURE_CALLS = {"isinstance", "issubclass", "hasattr", "callable", "len", "type"}
+
+
+def _block(block: list[ast.stmt], lines: Collection[int], held: _Held) -> list[ast.stmt]:
+    """block without what never ran (a check stays), each compound statement that ran pruned within."""
+    out: list[ast.stmt] = []
+    for stmt in block:
+        if not _ran(stmt, lines):
+            if held(stmt):
+                out.append(stmt)
+            continue
+        out += _statement(stmt, lines, held)
+    return out or [ast.Pass()]
+
+
+def _statement(stmt: ast.stmt, lines: Collection[int], held: _Held) -> list[ast.stmt]:
+    """What stands for a statement that ran: itself with its untaken parts gone."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if _any_ran(stmt.body, lines):  # else never called here (or on a thread the trace misses): whole
+            stmt.body = _block(stmt.body, lines, held)
+        return [stmt]
+    if isinstance(stmt, ast.ClassDef):  # its body ran when it was defined; a method that never ran stays whole
+        stmt.body = _block(stmt.body, lines, held)
+        return [stmt]
+    if isinstance(stmt, ast.If):
+        body_goes = _gone(stmt.body, lines, held)
+        else_goes = not stmt.orelse or _gone(stmt.orelse, lines, held)
+        if not body_goes and not else_goes:  # both ran (in a loop, called twice) or hold a check
+            stmt.body, stmt.orelse = _block(stmt.body, lines, held), _block(stmt.orelse, lines, held)
+            return [stmt]
+        if not body_goes:
+            stmt.body, stmt.orelse = _block(stmt.body, lines, held), []
+            return [stmt]
+        if not else_goes:  # `if c: A else: B` where only B ran: `if not c: B`
+            test = stmt.test.operand if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not) \
+                else ast.UnaryOp(ast.Not(), stmt.test)
+            return [ast.If(test, _block(stmt.orelse, lines, held), [])]
+        # neither block ran: the test is what ran (kept as a statement where it may run code)
+        return [ast.Expr(stmt.test)] if _has_call(stmt.test) else []
+    if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+        if _any_ran(stmt.body, lines):
+            stmt.body = _block(stmt.body, lines, held)
+        stmt.orelse = [] if _gone(stmt.orelse, lines, held) else _block(stmt.orelse, lines, held)
+        return [stmt]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        stmt.body = _block(stmt.body, lines, held)
+        return [stmt]
+    if isinstance(stmt, ast.Try):  # a handler that never ran caught nothing here: it goes (unless it checks)
+        handlers = [h for h in stmt.handlers if not _gone(h.body, lines, held)]
+        for h in handlers:
+            h.body = _block(h.body, lines, held)
+        body = _block(stmt.body, lines, held)
+        orelse = [] if _gone(stmt.orelse, lines, held) else _block(stmt.orelse, lines, held)
+        final = _block(stmt.finalbody, lines, held) if stmt.finalbody else []
+        if not handlers and not final:
+            return [s for s in body + orelse if not isinstance(s, ast.Pass)] or [ast.Pass()]
+        if not handlers:
+            return [ast.Try(body + orelse, [], [], final)]
+        stmt.handlers, stmt.body, stmt.orelse, stmt.finalbody = handlers, body, orelse, final
+        return [stmt]
+    return [stmt]
+
+
+def drop_unrun(source: str, lines: Collection[int]) -> str:
+    """source without the statements and branches that never ran (lines: the source's line numbers that
+    ran, as harness.reduce.server's Run.lines has them)."""
+    tree = ast.parse(source)
+    is_check = checks_of(tree)
+    checked = {id(n) for n in ast.walk(tree) if isinstance(n, ast.stmt)
+               and any(isinstance(s, ast.stmt) and is_check(s) for s in ast.walk(n))}
+
+    def held(node: ast.AST) -> bool:
+        return id(node) in checked
+
+    tree.body = [s for s in _block(tree.body, lines, held) if not isinstance(s, ast.Pass)] or [ast.Pass()]
+    return ast.unparse(ast.fix_missing_locations(tree))

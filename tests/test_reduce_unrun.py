@@ -95,7 +95,7 @@ def test_a_trace_is_only_asked_for_and_a_forged_one_is_none(tmp_path):
         assert cell.run(forge, 30, lines=True).lines == frozenset({0, 1})
 
 
-HEADER = "\n".join(["# Standalone reproducer (xla-seams).", "# Run: python this_file.py"]) + "\n" + textwrap.dedent("""\
+HEADER = "# Standalone reproducer (xla-seams).\n# Run: python this_file.py\n" + textwrap.dedent("""\
     CASE = 'suites/x/test_x.py::test_x'
     CELL = 'fake-cpu (cpu)'
     INSTALL = 'pip install numpy==2.4.6'

@@ -24,7 +24,7 @@ where the script fails the same way (the signature) and its checks can still be 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from harness.reduce import transforms, unfold, unrun
 from harness.reduce.checks import frozen_checks

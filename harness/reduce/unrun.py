@@ -23,7 +23,7 @@ thread), a loop's body that ran zero times, and the statements that run no bytec
 from __future__ import annotations
 
 import ast
-from typing import Callable, Collection
+from collections.abc import Callable, Collection
 
 from harness.reduce.checks import checks_of
 

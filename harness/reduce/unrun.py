@@ -69,7 +69,7 @@ def _has_call(node: ast.AST) -> bool:
 
 _Held = Callable[[ast.AST], bool]  # whether a node holds a check (never pruned)
 
-_PURE_CALLS = {"isinstance", "issubclass", "hasattr", "callable", "len", "type"}
+_PURE_CALLS = {"isinstance", "issubclass", "hasattr", "callable", "len", "type", "str", "repr"}
 
 
 def _block(block: list[ast.stmt], lines: Collection[int], held: _Held) -> list[ast.stmt]:

@@ -355,6 +355,10 @@ def test_an_instance_of_a_class_of_self_free_methods_calls_them_as_functions():
     for other in ("print(len(self))", ):
         kept = code.replace("print(a == b)", other)
         assert u.plain_methods(kept) == kept
+    # in the main block too, where the scenario was inlined with its `observe=Observe()` argument
+    head, tail = code.split("observe = Observe()\n")
+    main = head + "if __name__ == '__main__':\n    observe = Observe()\n" + textwrap.indent(tail, "    ")
+    assert "if __name__" in main and "class" not in u.plain_methods(main) and _prints(u.plain_methods(main)) == _prints(code)
     for extra in ("print(observe)", "print(isinstance(observe, Observe))", "same = 2"):
         kept = code + "\n" + extra
         assert u.plain_methods(kept) == kept, extra

@@ -222,7 +222,7 @@ def _calls(node: ast.AST) -> bool:
 
 
 def plain_methods(code: str) -> str:
-    """A module-level instance `observe = Observe()` of a script class that only holds methods, none of
+    """A module-level instance `observe = Observe()` (also in the main block) of a script class that only holds methods, none of
     which reads `self` (or `__class__`), used only as `observe.close(...)`: the methods become functions
     where the class was and the calls call them (`close(...)`); the class and the instance go. An
     instance whose class has a base (`dict`) works the same, as no attribute but these methods is read.
@@ -233,7 +233,9 @@ def plain_methods(code: str) -> str:
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         d.name for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         and parents.get(d) is tree}
-    for inst in tree.body:
+    # the instance at the top level, or in a top-level block (the main block, where the scenario was inlined)
+    holders = [tree.body] + [b for s in tree.body if isinstance(s, ast.If) for b in (s.body, s.orelse)]
+    for holder, inst in [(h, i) for h in holders for i in h]:
         if not (isinstance(inst, ast.Assign) and len(inst.targets) == 1 and isinstance(inst.targets[0], ast.Name)
                 and isinstance(inst.value, ast.Call) and isinstance(inst.value.func, ast.Name)
                 and not inst.value.args and not inst.value.keywords and inst.value.func.id in classes):
@@ -263,7 +265,9 @@ def plain_methods(code: str) -> str:
             m.args.args = m.args.args[1:]  # type: ignore[union-attr]
         at = tree.body.index(cls)
         tree.body[at:at + 1] = methods
-        tree.body.remove(inst)
+        holder.remove(inst)
+        if not holder and holder is not tree.body:
+            holder.append(ast.Pass())
         return ast.unparse(ast.fix_missing_locations(tree))
     return code
 

@@ -8,9 +8,10 @@ check judges in this run:
 
 - what the run never ran goes (harness.reduce.unrun: `to_numpy`'s branch for a type never seen, a
   refusal's `else: raise AssertionError('DID NOT RAISE')`);
-- a helper called once becomes its statements and its returned expression (harness.reduce.unfold
-  inline_bodies, `ordered`: an argument that is more than a name or a literal is assigned first, as the
-  call evaluated it);
+- a helper called once that the checks judge through (frozen whole, or itself checking) becomes its
+  statements and its returned expression (harness.reduce.unfold inline_bodies, `ordered`: an argument
+  that calls something is assigned first, as the call evaluated it). Other helpers stay for the search:
+  inlined into a check's scope, their calls would be held as written (`judged` says why);
 - `observe.close(...)` of an instance of a class of methods that never read `self` calls `close` as a
   function (unfold.plain_methods), which can then be inlined;
 - a name assigned a value that calls nothing, once, and read in the next statement (`ordered`: a call
@@ -27,18 +28,19 @@ import ast
 from collections.abc import Callable, Iterable
 
 from harness.reduce import transforms, unfold, unrun
-from harness.reduce.checks import frozen_checks
+from harness.reduce.checks import checks_of, frozen_checks
 from harness.reduce.script import split_script
 from harness.reduce.server import ForkServer, Run
 from harness.reduce.signature import Signature, signature
 
-MAX_ROUNDS = 6  # rounds of the meaning-keeping rewrites (each kept rewrite is one run)
+MAX_ROUNDS = 12  # rounds of the meaning-keeping rewrites (each kept rewrite is one run)
 
-# Each: code -> candidates. The meaning of the run is kept by construction (the module docstring says how).
-REWRITES: tuple[Callable[[str], Iterable[str]], ...] = (
-    lambda b: unfold.inline_bodies(b, ordered=True),
-    lambda b: list(transforms.inline_names(b, ordered=True)),
-    lambda b: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b), unfold.fold_literals(b),
+# Each: (code, the functions the checks judge through) -> candidates. The meaning of the run is kept by
+# construction (the module docstring says how).
+REWRITES: tuple[Callable[[str, set[str]], Iterable[str]], ...] = (
+    lambda b, judged: unfold.inline_bodies(b, ordered=True, only=judged),
+    lambda b, _judged: list(transforms.inline_names(b, ordered=True)),
+    lambda b, _judged: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b), unfold.fold_literals(b),
                unfold.split_tuple_assignments(b), unfold.no_ops(b), unfold.conditional_returns(b),
                transforms.merge_imports(b)],
 )
@@ -49,6 +51,21 @@ def _split(source: str) -> tuple[str, str]:
     body = split_script(source).body
     lines = source.splitlines()
     return "\n".join(lines[:len(lines) - len(body.splitlines())]).rstrip("\n") + "\n", body
+
+
+def judged(full: str, run: Run) -> set[str]:
+    """The script functions the checks judge through: those frozen whole (a helper a check names, a function
+    a bridge runs) and those that check (the scenario's core). Only these are inlined: a helper's calls
+    become calls the checked values come through once its body is in the checks' scope, held as written
+    (checks.held_calls), where the search was free to cut them in its body (`make_mesh_nd`'s
+    `jax.devices()[:n]`: the pvary scripts went 33 -> 39 lines)."""
+    tree = ast.parse(full)
+    frozen = frozen_checks(full, transforms.frame_lines(run.output))
+    names = {d.name for text in [*frozen.definitions, *frozen.bridged] for d in ast.parse(text).body
+             if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    is_check = checks_of(tree)
+    return names | {f.name for f in tree.body if isinstance(f, ast.FunctionDef)
+                    and any(is_check(s) for s in ast.walk(f) if isinstance(s, ast.stmt) and s is not f)}
 
 
 def rebase(source: str, server: ForkServer, sig: Signature, match: str | None,
@@ -80,7 +97,7 @@ def rebase(source: str, server: ForkServer, sig: Signature, match: str | None,
         before = code
         for rewrite in REWRITES:
             try:
-                candidates = list(rewrite(code))
+                candidates = list(rewrite(code, judged(*(best or (source, traced)))))
             except (ValueError, SyntaxError):  # ast.unparse cannot write it (a backslash in an f-string's expression)
                 continue
             for candidate in dict.fromkeys(candidates):

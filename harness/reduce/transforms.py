@@ -40,6 +40,15 @@ _FRAME = re.compile(r'File "([^"]*)", line (\d+)')
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+def _written(tree: ast.AST) -> str | None:
+    """tree as source, or None where ast.unparse cannot write it (Python 3.11: a string with a backslash
+    substituted into an f-string's expression part): that one candidate is skipped, not the rewrite's others."""
+    try:
+        return ast.unparse(ast.fix_missing_locations(tree))
+    except ValueError:
+        return None
+
+
 def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
     for name in ("body", "orelse", "finalbody"):
         block = getattr(node, name, None)
@@ -379,7 +388,9 @@ def inline_names(code: str, *, ordered: bool = False) -> Iterator[str]:
                 continue
             c_holder[holder.index(user)] = new_user
             del c_holder[i]
-            yield ast.unparse(ast.fix_missing_locations(cand))
+            text = _written(cand)
+            if text is not None:
+                yield text
 
 
 def _same_block(cand: ast.AST, orig: ast.AST, block: list[ast.stmt]) -> list[ast.stmt]:
@@ -438,7 +449,9 @@ def inline_returns(code: str) -> Iterator[str]:
                     value[[i for i, v in enumerate(value) if v is target][0]] = expr
         hoist = [s for s in pre if ast.unparse(s) not in {ast.unparse(t) for t in cand.body}]
         cand.body[idx:idx + 1] = hoist
-        yield ast.unparse(ast.fix_missing_locations(cand))
+        text = _written(cand)
+        if text is not None:
+            yield text
 
 
 def merge_imports(code: str) -> str:

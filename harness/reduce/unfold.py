@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import copy
 import keyword
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from harness.reduce.names import bound_names
 from harness.reduce.signature import FoldedFStrings, parents_of
@@ -37,6 +37,7 @@ from harness.reduce.transforms import (
     _module_names,
     _returns,
     _Subst,
+    _written,
     bind_arguments,
 )
 
@@ -127,6 +128,30 @@ def _free(nodes: list[ast.AST], skip: tuple[ast.AST, ...] = ()) -> set[str]:
     return out
 
 
+def _rebound_after(site: ast.stmt, scope: ast.AST, helper: ast.FunctionDef) -> set[str]:
+    """The names a helper's locals may overwrite at a call site in its scope's own block (no loop around it):
+    names the statements after the site assign (a plain `name = ...`) before anything reads them, and that
+    no function or lambda of the scope other than the helper reads (it could run later and see the
+    helper's value). `co = compute_on()` after the call of a helper with a local `co` is such a name."""
+    body = getattr(scope, "body", [])
+    if not any(s is site for s in body):
+        return set()
+    after = body[next(i for i, s in enumerate(body) if s is site) + 1:]
+    nested = {n.id for d in ast.walk(scope) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+              and d is not helper and d is not scope for n in ast.walk(d) if isinstance(n, ast.Name)}
+    out: set[str] = set()
+    candidates = {n.id for n in ast.walk(helper) if isinstance(n, ast.Name)} - nested
+    for name in candidates:
+        for stmt in after:
+            if isinstance(stmt, ast.Assign) and name in _store_names(stmt) and name not in _loads(stmt.value) \
+                    and all(isinstance(t, ast.Name) for t in stmt.targets):
+                out.add(name)
+                break
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+                break  # read (or bound otherwise) first
+    return out
+
+
 def _store_names(stmt: ast.stmt) -> set[str]:
     if isinstance(stmt, ast.Assign):
         return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
@@ -135,17 +160,19 @@ def _store_names(stmt: ast.stmt) -> set[str]:
     return set()  # `x += f(a)` reads x after f's body ran: not a name the statement only assigns
 
 
-def inline_bodies(code: str, *, ordered: bool = False) -> Iterator[str]:
+def inline_bodies(code: str, *, ordered: bool = False, only: Collection[str] | None = None) -> Iterator[str]:
     """Candidates, one per helper: a top-level function called once, from a simple statement that always
     evaluates the call, returning only at its end (or not at all), becomes its statements before that
     statement (parameters substituted where the argument is a literal, a name or read once, else assigned)
     and its returned expression at the call. Refused where one of its locals would change a name the
     calling scope uses (unless the calling statement assigns that name right after), or a name it reads
     from the module would be the caller's local. ordered: an argument that calls something is assigned
-    first, never written where it is read (which runs it after the helper's statements before)."""
+    first, never written where it is read (which runs it after the helper's statements before). only: the
+    names of the helpers that may be inlined (all where None)."""
     tree = ast.parse(code)
     # `*shapes` and `**kw` too (bind_arguments: a call's extras become a tuple, a dict)
-    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list]
+    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list
+                 and (only is None or s.name in only)]
     parents = parents_of(tree)  # tree stays as parsed: each candidate is a copy
     for fn in functions:
         calls = _calls_of(tree, fn.name)
@@ -178,7 +205,7 @@ def inline_bodies(code: str, *, ordered: bool = False) -> Iterator[str]:
         stored = _own_bound(body)
         same = {p for p in params if isinstance(values[p], ast.Name) and values[p].id == p and p not in stored}
         clash = (local - same) & _scope_names(scope, fn)
-        if clash - _store_names(site):
+        if clash - _store_names(site) - _rebound_after(site, scope, fn):
             continue  # a local of the helper would change a name the caller's scope uses
         free = _free(list(inner.body)) - local
         if not isinstance(scope, ast.Module) and free & (bound_names(scope) - {scope.name}):
@@ -214,7 +241,9 @@ def inline_bodies(code: str, *, ordered: bool = False) -> Iterator[str]:
             keep = [c_site]
         _replace(c_site, new_body + keep or [ast.Pass()], c_parents)
         cand.body.remove(c_fn)
-        yield ast.unparse(ast.fix_missing_locations(cand))
+        text = _written(cand)
+        if text is not None:
+            yield text
 
 
 def _calls(node: ast.AST) -> bool:

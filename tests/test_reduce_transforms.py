@@ -406,3 +406,11 @@ def test_a_seeded_script_identical_to_its_seed_takes_its_variables_without_fresh
         third = reduce_script(elsewhere, bad, None, seeds=[first], **args)
         assert third.seeded and fresh.runs > runs  # another cell: its variables are tried again
         assert third.env == {"NEEDED": "1"}
+
+
+def test_an_import_after_definitions_moves_up_to_the_imports_only_past_what_runs_no_code():
+    code = "import re\nKEY = 'k'\n\ndef f(x, y=1):\n    return x\n\nfrom math import pi as p\nprint(f(p))\n"
+    assert t.hoist_imports(code).splitlines()[:2] == ["import re", "from math import pi as p"]
+    for runs in ("KEY = len('k')", "@staticmethod\ndef g():\n    pass", "def g(x=print('default')):\n    pass"):
+        kept = code.replace("KEY = 'k'", runs)
+        assert t.hoist_imports(kept) == kept, runs

@@ -16,7 +16,8 @@ check judges in this run:
   function (unfold.plain_methods), which can then be inlined;
 - a name assigned a value that calls nothing, once, and read in the next statement (`ordered`: a call
   moved into its reader would run later, or in a lambda each time), a short module constant, an `if` on a
-  literal, a literal folded (`f"{'nested'}"`, `getattr(o, 'a')`), a tuple assignment split, a no-op.
+  literal, a literal folded (`f"{'nested'}"`, `getattr(o, 'a')`), a tuple assignment split, a no-op,
+  an import moved up past definitions that run no code.
 
 Nothing is deleted that ran, and no value is written out. Each rewrite is still a candidate: kept only
 where the script fails the same way (the signature) and its checks can still be read off the run.
@@ -42,7 +43,7 @@ REWRITES: tuple[Callable[[str, set[str]], Iterable[str]], ...] = (
     lambda b, _judged: list(transforms.inline_names(b, ordered=True)),
     lambda b, _judged: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b), unfold.fold_literals(b),
                unfold.split_tuple_assignments(b), unfold.no_ops(b), unfold.conditional_returns(b),
-               transforms.merge_imports(b)],
+               transforms.merge_imports(b), transforms.hoist_imports(b)],
 )
 
 

@@ -282,7 +282,8 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         lambda b: [unfold.plain_methods(b), unfold.conditional_returns(b), unfold.constant_dispatch(b), unfold.no_ops(b),
                    unfold.write_only_records(b), unfold.split_tuple_assignments(b), unfold.fold_literals(b)],
         lambda b: list(transforms.inline_names(b)),
-        lambda b: [transforms.merge_imports(b), transforms.unused_targets(b), transforms.inline_constants(b),
+        lambda b: [transforms.merge_imports(b), transforms.hoist_imports(b), transforms.unused_targets(b),
+                   transforms.inline_constants(b),
                    transforms.literal_message(b, sig.where, (first.record or {}).get("message", ""))],
         lambda b: [transforms.fold_constant_tests(b)],
     ]

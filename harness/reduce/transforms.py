@@ -473,6 +473,38 @@ def merge_imports(code: str) -> str:
     return ast.unparse(tree)
 
 
+def hoist_imports(code: str) -> str:
+    """A top-level import after a definition (`from jax.experimental.compute_on import compute_on as co`,
+    left where the scenario's helper imported it) moves up to the imports at the top, where nothing but
+    definitions (functions, classes, constant literals) stands between: it then runs before defining them,
+    which runs no code of theirs."""
+    tree = ast.parse(code)
+    lead = 0
+    while lead < len(tree.body) and isinstance(tree.body[lead], (ast.Import, ast.ImportFrom)):
+        lead += 1
+    for i in range(lead, len(tree.body)):
+        stmt = tree.body[i]
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            between = tree.body[lead:i]
+            if getattr(stmt, "module", None) != "__future__" and between and all(_inert(s) for s in between):
+                del tree.body[i]
+                tree.body.insert(lead, stmt)
+                return ast.unparse(tree)
+            continue
+    return code
+
+
+def _inert(stmt: ast.stmt) -> bool:
+    """A statement that runs no code when it runs: an undecorated def or class with no defaults or bases
+    that compute, a constant assignment."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = stmt.args
+        return not stmt.decorator_list and all(isinstance(d, ast.Constant) for d in [*a.defaults, *a.kw_defaults] if d)
+    if isinstance(stmt, ast.ClassDef):
+        return not stmt.decorator_list and not stmt.keywords and all(isinstance(b, ast.Name) for b in stmt.bases)
+    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+
+
 def unused_targets(code: str) -> str:
     """An assignment to names nothing reads becomes the expression statement it computes (`out, = g(t)`
     -> `g(t)`: the call stays, the name a reader would look for goes)."""

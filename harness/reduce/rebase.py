@@ -19,7 +19,7 @@ check judges in this run:
   literal, a literal folded (`f"{'nested'}"`, `getattr(o, 'a')`), a tuple assignment split, a no-op,
   an import moved up past definitions that run no code.
 
-Nothing is deleted that ran, and no value is written out. Each rewrite is still a candidate: kept only
+Nothing that ran is deleted, and no value the run printed or raised is written out. Each rewrite is still a candidate: kept only
 where the script fails the same way (the signature) and its checks can still be read off the run.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 
 from harness.reduce import transforms, unfold, unrun
 from harness.reduce.checks import checks_of, frozen_checks
-from harness.reduce.script import split_script
+from harness.reduce.script import split_preamble
 from harness.reduce.server import ForkServer, Run
 from harness.reduce.signature import Signature, signature
 
@@ -41,17 +41,10 @@ MAX_ROUNDS = 12  # rounds of the meaning-keeping rewrites (each kept rewrite is 
 REWRITES: tuple[Callable[[str, set[str]], Iterable[str]], ...] = (
     lambda b, judged: unfold.inline_bodies(b, ordered=True, only=judged),
     lambda b, _judged: list(transforms.inline_names(b, ordered=True)),
-    lambda b, _judged: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b), unfold.fold_literals(b),
-               unfold.split_tuple_assignments(b), unfold.no_ops(b), unfold.conditional_returns(b),
-               transforms.merge_imports(b), transforms.hoist_imports(b)],
+    lambda b, _judged: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b),
+                        unfold.fold_literals(b), unfold.split_tuple_assignments(b), unfold.no_ops(b),
+                        unfold.conditional_returns(b), transforms.merge_imports(b), transforms.hoist_imports(b)],
 )
-
-
-def _split(source: str) -> tuple[str, str]:
-    """(the text before the code, the code), as the reducer splits a script."""
-    body = split_script(source).body
-    lines = source.splitlines()
-    return "\n".join(lines[:len(lines) - len(body.splitlines())]).rstrip("\n") + "\n", body
 
 
 def judged(full: str, run: Run) -> set[str]:
@@ -73,7 +66,7 @@ def rebase(source: str, server: ForkServer, sig: Signature, match: str | None,
            say: Callable[[str], None] = lambda _m: None) -> tuple[str, Run] | None:
     """(the script rewritten, its run) where some rewrite kept its signature and its checks; None where
     none applies or none kept them."""
-    head, body = _split(source)
+    head, body = split_preamble(source)
     best: tuple[str, Run] | None = None
 
     def holds(code: str) -> bool:

@@ -24,7 +24,7 @@ import pysource_minimize
 from harness.reduce import rebase, transforms, unfold
 from harness.reduce.checks import ORACLE, Frozen, frozen_checks, lacks
 from harness.reduce.names import undefined_names
-from harness.reduce.script import assemble, split_script
+from harness.reduce.script import assemble, split_preamble, split_script  # split_preamble: the tests' too
 from harness.reduce.server import ForkServer
 from harness.reduce.signature import Signature, signature, statement_texts
 
@@ -89,14 +89,6 @@ class Reduction:
                    contrast=[str(c) for c in d["contrast"]], env_dropped=[str(n) for n in d["env_dropped"]],
                    env_checked=d["env_checked"] is True, env_before=strings(d["env_before"]),
                    oracle=str(d.get("oracle", "")), budget_hit=d.get("budget_hit") is True)
-
-
-def split_preamble(source: str) -> tuple[str, str]:
-    """(header comments and the env preamble, the code to reduce): the text before the code, as is."""
-    body = split_script(source).body
-    lines = source.splitlines()
-    head = lines[:len(lines) - len(body.splitlines())]
-    return "\n".join(head).rstrip("\n") + "\n", body
 
 
 def reduce_script(source: str, server: ForkServer, match: str | None, *, contrast: Sequence[ForkServer] = (),

@@ -197,3 +197,11 @@ def provenance(facts: Mapping[str, str], passes_in: list[str], frozen: bool = Fa
     if install_ok(install):
         out.append(f"INSTALL = {ascii(install)}")
     return out
+
+
+def split_preamble(source: str) -> tuple[str, str]:
+    """(header comments and the env preamble, the code to reduce): the text before the code, as is."""
+    body = split_script(source).body
+    lines = source.splitlines()
+    head = lines[:len(lines) - len(body.splitlines())]
+    return "\n".join(head).rstrip("\n") + "\n", body

@@ -2,9 +2,9 @@
 cell envs night after night (2 h 26 min for the default run's 8,852 on 2 cores), and where nothing that
 decides a reduction changed, the last one is taken again once a run shows it still holds.
 
-What decides a reduction is the key: the reducer's own source (harness/reduce/*.py: a changed reducer
-searches again), the full script, the cell's interpreter (its env folder is NAME-HASH12, the hash of
-its pins) and variables, the contrast cells' interpreters and variables, the known issue's match and
+What decides a reduction is the key: the reducer's own source (harness/reduce/*.py and the fork server
+it runs candidates in: a changed reducer searches again), the full script, the cell's interpreter (its
+env folder is NAME-HASH12, the hash of its pins) and variables, the contrast cells' interpreters and variables, the known issue's match and
 the budget. On a hit the reduced code runs once in the cell's fork server, where its signature must be
 the recorded one, and once in each contrast cell, where it must exit 0: the checks a search's last
 candidate passed. The variables it dropped were dropped by fresh runs of this same code in these same
@@ -43,9 +43,12 @@ def cache_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def reducer_version() -> str:
-    """A hash of the reducer's source: a record made by other reducer code is not this reducer's result."""
+    """A hash of the reducer's source: a record made by other reducer code is not this reducer's result. The
+    fork server's too (harness/incell/forkserver.py: what a run records, the lines it traces, decides a
+    reduction under frozen checks)."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+    here = Path(__file__).resolve().parent
+    for path in [*sorted(here.glob("*.py")), here.parent / "incell" / "forkserver.py"]:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 

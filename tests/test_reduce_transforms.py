@@ -414,3 +414,11 @@ def test_an_import_after_definitions_moves_up_to_the_imports_only_past_what_runs
     for runs in ("KEY = len('k')", "@staticmethod\ndef g():\n    pass", "def g(x=print('default')):\n    pass"):
         kept = code.replace("KEY = 'k'", runs)
         assert t.hoist_imports(kept) == kept, runs
+
+
+def test_a_short_tuple_of_constants_is_written_where_it_is_read_like_a_constant():
+    code = "import math\nshape = (4,)\nnames = ('x',)\nprint(math.prod(shape), shape, names)\n"
+    got = t.inline_constants(code)
+    assert "shape =" not in got and "names =" not in got and "print(math.prod((4,)), (4,), ('x',))" in got, got
+    long = "sizes = (1024, 2048, 4096)\nprint(sizes, sizes)\n"  # longer than a reader takes in place twice
+    assert t.inline_constants(long) == long

@@ -533,13 +533,13 @@ def literal_message(code: str, where: str | None, message: str) -> str:
 
 
 def inline_constants(code: str) -> str:
-    """Module constants of a short literal (`AXIS = 'x'`, `N_DEVICES = 8`), bound once, written where
-    they are read."""
+    """Module constants of a short literal (`AXIS = 'x'`, `N_DEVICES = 8`, a tuple of those: `shape = (4,)`),
+    bound once, written where they are read."""
     tree = ast.parse(code)
     values: dict[str, ast.expr] = {}
     for stmt in tree.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and isinstance(stmt.value, ast.Constant) and len(repr(stmt.value.value)) <= 12):
+                and _short_literal(stmt.value)):
             name = stmt.targets[0].id
             stores = sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
             if stores == 1 and not any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(tree)):
@@ -553,6 +553,13 @@ def inline_constants(code: str) -> str:
     if any(isinstance(n, ast.Name) and n.id in values for n in ast.walk(tree)):
         return code  # a parameter of that name: leave them all
     return ast.unparse(tree)
+
+
+def _short_literal(value: ast.expr) -> bool:
+    """A constant, or a tuple of constants, written in at most 12 characters: what reads as well in place."""
+    if isinstance(value, ast.Tuple):
+        return all(isinstance(e, ast.Constant) for e in value.elts) and len(ast.unparse(value)) <= 12
+    return isinstance(value, ast.Constant) and len(repr(value.value)) <= 12
 
 
 def _skips(tree: ast.Module) -> set[str]:

@@ -378,3 +378,40 @@ def test_only_the_leading_preamble_is_left_out_of_the_frozen_checks():
     assert split_script(source).env == {"A": "1"}
     frozen = frozen_checks(source, [6])
     assert frozen.statements == {"assert os.environ['B'] == '3', 'B is ' + os.environ['B']": 1}
+
+
+def test_an_if_raise_check_holds_what_its_condition_reads_though_its_message_names_none_of_it(tmp_path):
+    # `if not placed(text): raise AssertionError('no placement')`: the condition is what the check judges;
+    # its helper, the helper's helper and the input it reads are held, whether the check is the failing one,
+    # a precondition before it, or in a loop
+    script = HEADER + textwrap.dedent('''\
+        import re
+
+
+        def tags(text):
+            return re.findall("@([a-z]+)", text)
+
+
+        def placed(text):
+            return "host" in tags(text)
+
+
+        def core():
+            lowered = "lowered: @host mul"
+            if not placed(lowered):
+                raise AssertionError("lowered without the placement")
+            for compiled in ["compiled: mul"]:
+                if not placed(compiled):
+                    raise AssertionError("no placement")
+
+
+        if __name__ == "__main__":
+            core()
+        ''')
+    with _server(tmp_path, "bad") as bad:
+        frozen = _frozen(script, bad)
+    held = {ast.parse(d).body[0].name for d in frozen.definitions}
+    assert {"placed", "tags"} <= held, held
+    assert "lowered = 'lowered: @host mul'" in frozen.inputs
+    gutted = script.replace('return "host" in tags(text)', "return False")
+    assert lacks(ast.parse(gutted), frozen)

@@ -39,6 +39,11 @@ SCRIPT = textwrap.dedent('''\
         return 1
 
 
+    def assert_sorted(xs):
+        if list(xs) != sorted(xs):
+            raise AssertionError(f"{xs} is not sorted")
+
+
     class Checks:
         def close(self, a, b):
             if abs(a - b) > 1e-9:
@@ -56,6 +61,8 @@ SCRIPT = textwrap.dedent('''\
         print("big")
     else:
         print("small")
+    if to_float(3) < 0:  # never taken: it holds an assertion helper's call, a check
+        assert_sorted([3, 1])
     assert to_float(2) == 3.0, "to_float(2) is not 3"
     print("after the failure")
     ''')
@@ -82,7 +89,7 @@ def test_what_never_ran_goes_and_the_run_is_the_same(tmp_path):
     for kept in ("return float(x)", "except ValueError as exc", "def never_called():\n    return 1",
                  "def unused(self):\n        return 2", "if not to_float(1) > 5:\n    print('small')",
                  "if abs(a - b) > 1e-09:\n            raise AssertionError(f'{a} is not {b}')",
-                 "else:\n        raise AssertionError('DID NOT RAISE')"):
+                 "else:\n        raise AssertionError('DID NOT RAISE')", "if to_float(3) < 0:\n    assert_sorted([3, 1])"):
         assert kept in pruned, (kept, pruned)
 
 

@@ -4,12 +4,13 @@ decides a reduction changed, the last one is taken again once a run shows it sti
 
 What decides a reduction is the key: the reducer's own source (harness/reduce/*.py and the fork server
 it runs candidates in: a changed reducer searches again), the full script, the cell's interpreter (its
-env folder is NAME-HASH12, the hash of its pins) and variables, the contrast cells' interpreters and variables, the known issue's match and
-the budget. On a hit the reduced code runs once in the cell's fork server, where its signature must be
-the recorded one, and once in each contrast cell, where it must exit 0: the checks a search's last
-candidate passed. The variables it dropped were dropped by fresh runs of this same code in these same
-envs (as harness.reduce.reducer._same_program takes a seed's). A miss, or a record that no longer holds,
-is searched as if there were none, and the search's result replaces the record.
+env folder is NAME-HASH12, the hash of its pins) and variables, the contrast cells' interpreters and
+variables, the known issue's match and the budget. On a hit the reduced code runs once in the cell's
+fork server, where its signature must be the recorded one, and once in each contrast cell, where it must
+exit 0: the checks a search's last candidate passed. The variables it dropped were dropped by fresh runs
+of this same code in these same envs (as harness.reduce.reducer._same_program takes a seed's). A miss,
+or a record that no longer holds, is searched as if there were none, and the search's result replaces
+the record.
 
 The folder ($SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions) is the user's cache, beside
 the cell envs the harness runs and with the same trust: a record's code is a script the reducer wrote,

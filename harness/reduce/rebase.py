@@ -19,8 +19,9 @@ check judges in this run:
   literal, a literal folded (`f"{'nested'}"`, `getattr(o, 'a')`), a tuple assignment split, a no-op,
   an import moved up past definitions that run no code.
 
-Nothing that ran is deleted, and no value the run printed or raised is written out. Each rewrite is still a candidate: kept only
-where the script fails the same way (the signature) and its checks can still be read off the run.
+Nothing that ran is deleted, and no value the run printed or raised is written out. Each rewrite is
+still a candidate: kept only where the script fails the same way (the signature) and its checks can
+still be read off the run.
 """
 
 from __future__ import annotations
@@ -89,9 +90,10 @@ def rebase(source: str, server: ForkServer, sig: Signature, match: str | None,
     kept = 0
     for _ in range(MAX_ROUNDS):
         before = code
+        through = judged(*(best or (source, traced)))  # the inlining is the round's first rewrite: current
         for rewrite in REWRITES:
             try:
-                candidates = list(rewrite(code, judged(*(best or (source, traced)))))
+                candidates = list(rewrite(code, through))
             except (ValueError, SyntaxError):  # ast.unparse cannot write it (a backslash in an f-string's expression)
                 continue
             for candidate in dict.fromkeys(candidates):

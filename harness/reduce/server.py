@@ -118,7 +118,8 @@ class ForkServer:
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         path = self.scratch / "repro.py"  # one name: the traceback and messages never differ by file name
         path.write_text(source, encoding="utf-8")
-        for stale in (Path(f"{path}.sig"), Path(f"{path}.out"), Path(f"{path}.lines")):  # never read a previous candidate's record
+        # never read a previous candidate's record
+        for stale in (Path(f"{path}.sig"), Path(f"{path}.out"), Path(f"{path}.lines")):
             stale.unlink(missing_ok=True)
         start = time.monotonic()
         self.runs += 1

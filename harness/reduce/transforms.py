@@ -49,6 +49,14 @@ def _written(tree: ast.AST) -> str | None:
         return None
 
 
+def runs_code(node: ast.AST, pure: frozenset[str] = frozenset()) -> bool:
+    """Whether evaluating node may run code (a call, a walrus, an await, a yield): what a rewrite may not
+    move past other statements or drop. pure: callee names that run none (`isinstance`)."""
+    return any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
+               or (isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in pure))
+               for n in ast.walk(node))
+
+
 def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
     for name in ("body", "orelse", "finalbody"):
         block = getattr(node, name, None)
@@ -366,7 +374,7 @@ def inline_names(code: str, *, ordered: bool = False) -> Iterator[str]:
             if isinstance(stmt.value, (ast.Lambda, ast.Starred)) or any(
                     isinstance(n, (ast.NamedExpr, ast.Yield, ast.Await)) for n in ast.walk(stmt.value)):
                 continue
-            if ordered and any(isinstance(n, ast.Call) for n in ast.walk(stmt.value)):
+            if ordered and runs_code(stmt.value):
                 continue
             later = holder[i + 1] if i + 1 < len(holder) else None
             is_const = holder is tree.body and isinstance(stmt.value, ast.Constant)

@@ -39,6 +39,7 @@ from harness.reduce.transforms import (
     _Subst,
     _written,
     bind_arguments,
+    runs_code,
 )
 
 MAX_UNROLL = 8  # a loop over more items than this stays a loop
@@ -217,7 +218,7 @@ def inline_bodies(code: str, *, ordered: bool = False, only: Collection[str] | N
                 continue
             v = values[p]
             if p not in stored and (isinstance(v, (ast.Constant, ast.Name))
-                                    or (reads.get(p, 0) == 1 and (not ordered or not _calls(v)))):
+                                    or (reads.get(p, 0) == 1 and (not ordered or not runs_code(v)))):
                 subst[p] = v
             else:
                 pre.append(ast.Assign([ast.Name(p, ast.Store())], v, lineno=0))
@@ -246,13 +247,10 @@ def inline_bodies(code: str, *, ordered: bool = False, only: Collection[str] | N
             yield text
 
 
-def _calls(node: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Call, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
-
-
 def plain_methods(code: str) -> str:
-    """A module-level instance `observe = Observe()` (also in the main block) of a script class that only holds methods, none of
-    which reads `self` (or `__class__`), used only as `observe.close(...)`: the methods become functions
+    """A module-level instance `observe = Observe()` (also in the main block) of a script class that only
+    holds methods, none of which reads `self` (or `__class__`), used only as `observe.close(...)`: the
+    methods become functions
     where the class was and the calls call them (`close(...)`); the class and the instance go. An
     instance whose class has a base (`dict`) works the same, as no attribute but these methods is read.
     Refused where a method's name is a name the module already uses."""

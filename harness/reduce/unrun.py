@@ -26,9 +26,11 @@ import ast
 from collections.abc import Callable, Collection
 
 from harness.reduce.checks import checks_of
+from harness.reduce.transforms import runs_code
 
 _KEEP = (ast.Global, ast.Nonlocal, ast.Break, ast.Continue, ast.Pass)
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_Held = Callable[[ast.AST], bool]  # whether a node holds a check (never pruned)
+_PURE_CALLS = frozenset({"isinstance", "issubclass", "hasattr", "callable", "len", "type", "str", "repr"})
 
 
 def _header(stmt: ast.stmt) -> range:
@@ -58,18 +60,6 @@ def _any_ran(block: list[ast.stmt], lines: Collection[int]) -> bool:
 def _gone(block: list[ast.stmt], lines: Collection[int], held: _Held) -> bool:
     """Whether a block may go whole: none of it ran and it holds no check."""
     return not _any_ran(block, lines) and not any(held(s) for s in block)
-
-
-def _has_call(node: ast.AST) -> bool:
-    """Whether evaluating node may run code of the script's or a library's (`isinstance(x, str)` may not)."""
-    return any(isinstance(n, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom))
-               or (isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in _PURE_CALLS))
-               for n in ast.walk(node))
-
-
-_Held = Callable[[ast.AST], bool]  # whether a node holds a check (never pruned)
-
-_PURE_CALLS = {"isinstance", "issubclass", "hasattr", "callable", "len", "type", "str", "repr"}
 
 
 def _block(block: list[ast.stmt], lines: Collection[int], held: _Held) -> list[ast.stmt]:
@@ -107,7 +97,7 @@ def _statement(stmt: ast.stmt, lines: Collection[int], held: _Held) -> list[ast.
                 else ast.UnaryOp(ast.Not(), stmt.test)
             return [ast.If(test, _block(stmt.orelse, lines, held), [])]
         # neither block ran: the test is what ran (kept as a statement where it may run code)
-        return [ast.Expr(stmt.test)] if _has_call(stmt.test) else []
+        return [ast.Expr(stmt.test)] if runs_code(stmt.test, _PURE_CALLS) else []
     if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
         if _any_ran(stmt.body, lines):
             stmt.body = _block(stmt.body, lines, held)

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from harness.reduce.reducer import reduce_script
-from harness.reduce.server import ForkServer
+from harness.reduce.server import ForkServer, _checked_trace
 from harness.reduce.unrun import drop_unrun
 
 SCRIPT = textwrap.dedent('''\
@@ -93,13 +93,86 @@ def test_what_never_ran_goes_and_the_run_is_the_same(tmp_path):
         assert kept in pruned, (kept, pruned)
 
 
+BRANCHES = textwrap.dedent('''\
+    def widen(x):
+        if type(x) is float:  # every call: the branch alone
+            x = x * 2.0
+        return x
+
+
+    def kind(x):
+        if isinstance(x, int):  # both ways
+            return "int"
+        return "other"
+
+
+    def sign(x):
+        if x < 0:  # never: the else alone
+            s = -1
+        else:
+            s = 1
+        return s
+
+
+    def last(x):
+        if x:  # both ways, the other by returning
+            print("x")
+
+
+    def guarded(x):
+        if x > 0:  # every call, but it holds a check
+            assert x < 100, "too big"
+        return x
+
+
+    def noisy():
+        print("called")
+        return True
+
+
+    def impure(x):
+        if noisy():  # every call, but the test calls something
+            x = x + 1
+        return x
+
+
+    for v in (1.5, 2.5):
+        print(widen(v), kind(v), kind(1), sign(3), last(1), last(0), guarded(5), impure(1))
+    assert widen(1.5) == 4.0, f"widen gave {widen(1.5)}"
+    ''')
+
+
+def test_an_if_that_went_one_way_every_time_becomes_that_branch(tmp_path):
+    with _server(tmp_path) as cell:
+        run = cell.run(BRANCHES, 30, lines=True)
+        assert run.steps is not None and run.status == 1
+        pruned = drop_unrun(BRANCHES, run.lines, run.steps)
+        again = cell.run(pruned, 30)
+    assert again.status == 1 and again.output.split("Traceback")[0] == run.output.split("Traceback")[0]
+    assert again.record["message"] == run.record["message"] == "widen gave 3.0"
+    for gone in ("type(x) is float", "x < 0", "s = -1"):
+        assert gone not in pruned, (gone, pruned)
+    for kept in ("def widen(x):\n    x = x * 2.0\n    return x", "def sign(x):\n    s = 1\n    return s",
+                 "if isinstance(x, int):", "if x:\n        print('x')", "if x > 0:\n        assert x < 100",
+                 "if noisy():\n        x = x + 1"):
+        assert kept in pruned, (kept, pruned)
+    # without the steps, only what never ran goes: the tests stay
+    assert "if type(x) is float:" in drop_unrun(BRANCHES, run.lines)
+
+
 def test_a_trace_is_only_asked_for_and_a_forged_one_is_none(tmp_path):
     forge = "open(__file__ + '.lines', 'w').write('[1, \"x\"]')\n"
     with _server(tmp_path) as cell:
         assert cell.run("print(1)\n", 30).lines is None  # not asked for
-        assert cell.run("print(1)\n", 30, lines=True).lines == frozenset({0, 1})
+        traced = cell.run("print(1)\n", 30, lines=True)
+        assert traced.lines == frozenset({0, 1}) and traced.steps == frozenset({(0, 1), (1, 0)})
         # the script writes its own record: the child's write comes after and replaces it
         assert cell.run(forge, 30, lines=True).lines == frozenset({0, 1})
+    # a record of the wrong shape (a script's, cut short, forged) is no trace at all
+    for text in ('[1, 2]', '{"lines": [1], "steps": [[1, "x"]]}', '{"lines": [-1], "steps": []}',
+                 '{"lines": [1], "steps": [[1, 2, 3]]}', '{"lines": [1]', '{"lines": [true], "steps": []}'):
+        assert _checked_trace(text) == (None, None), text
+    assert _checked_trace('{"lines": [1, 2], "steps": [[1, 2]]}') == (frozenset({1, 2}), frozenset({(1, 2)}))
 
 
 HEADER = "# Standalone reproducer (xla-seams).\n# Run: python this_file.py\n" + textwrap.dedent("""\

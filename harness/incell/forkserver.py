@@ -6,9 +6,9 @@ runs it with `python -I`, so neither this project nor the host's site-packages a
 
 Protocol: argv[1] is a comma-separated list of modules to import first (a failing import is left
 for the script to hit and report). Then one JSON object a line on stdin, {"script": PATH,
-"timeout": S} (and "lines": true to have the child write the script's lines that ran, a JSON list,
-to PATH.lines); for each, one JSON line on stdout, {"status": EXIT}, where EXIT is the child's exit
-status (negative: killed by that signal; SIGALRM is the timeout). The child writes its output to
+"timeout": S} (and "lines": true to have the child write the script's lines that ran and the steps
+between them, {"lines": [N, ...], "steps": [[FROM, TO], ...]}, to PATH.lines); for each, one JSON
+line on stdout, {"status": EXIT}, where EXIT is the child's exit status (negative: killed by that signal; SIGALRM is the timeout). The child writes its output to
 PATH.out and, when the script raised, {"type", "message", "line", "in_script"} to PATH.sig: the exception's
 qualified type, its message, the script's innermost line in the traceback and whether the
 exception was raised there. The script is data:
@@ -39,19 +39,26 @@ def _innermost(exc, path):
     return line, last == path
 
 
-def _line_tracer(path, seen):
+def _line_tracer(path, seen, steps):
     """A sys.settrace function recording the lines of the script's own frames (others are not traced:
-    a call into jax costs one check). Threads the script starts are traced too (threading.settrace);
-    a thread the libraries start in C (an XLA callback's) is not: what runs there counts as not run."""
-    def local(frame, event, _arg):
-        if event == "line":
-            seen.add(frame.f_lineno)
-        return local
-
+    a call into jax costs one check) and each step from one line to the next within a frame ((line, 0)
+    where the frame returns or unwinds): which way a branch went, every time. Threads the script starts
+    are traced too (threading.settrace); a thread the libraries start in C (an XLA callback's) is not:
+    what runs there counts as not run."""
     def on_call(frame, _event, _arg):
         if frame.f_code.co_filename != path:
             return None
+        last = [frame.f_lineno]
         seen.add(frame.f_lineno)
+
+        def local(frame, event, _arg):
+            if event == "line":
+                seen.add(frame.f_lineno)
+                steps.add((last[0], frame.f_lineno))
+                last[0] = frame.f_lineno
+            elif event == "return":
+                steps.add((last[0], 0))
+            return local
         return local
     return on_call
 
@@ -71,10 +78,10 @@ def _child(path, timeout, server, lines=False):
     signal.alarm(timeout)
     sys.argv = [path]
     code, record = 0, None
-    seen = set()
+    seen, steps = set(), set()
     if lines:
         import threading
-        tracer = _line_tracer(path, seen)
+        tracer = _line_tracer(path, seen, steps)
         threading.settrace(tracer)
         sys.settrace(tracer)
     try:
@@ -93,7 +100,7 @@ def _child(path, timeout, server, lines=False):
         sys.stderr.flush()
         if lines:
             with open(path + ".lines", "w") as f:
-                json.dump(sorted(seen), f)
+                json.dump({"lines": sorted(seen), "steps": sorted(steps)}, f)
         if record is not None:
             with open(path + ".sig", "w") as f:
                 json.dump(record, f)

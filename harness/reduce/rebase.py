@@ -7,11 +7,16 @@ way, and nothing else tells the two apart. So it is changed only by rewrites tha
 check judges in this run:
 
 - what the run never ran goes (harness.reduce.unrun: `to_numpy`'s branch for a type never seen, a
-  refusal's `else: raise AssertionError('DID NOT RAISE')`);
+  refusal's `else: raise AssertionError('DID NOT RAISE')`), and an `if` that went the same way every
+  time becomes that branch;
 - a helper called once that the checks judge through (frozen whole, or itself checking) becomes its
   statements and its returned expression (harness.reduce.unfold inline_bodies, `ordered`: an argument
   that calls something is assigned first, as the call evaluated it). Other helpers stay for the search:
   inlined into a check's scope, their calls would be held as written (`judged` says why);
+- a helper that only returns an expression, which reads its parameters first and in order, the checks
+  judge through, is written at each call (harness.reduce.ordered inline_expressions: `to_numpy(x)`);
+  a value moved into the next statement where that statement reads it once and before anything there
+  may run code (ordered.fold_first_reads: `arr = np.asarray(x)`, `arr = arr.astype(...)`);
 - `observe.close(...)` of an instance of a class of methods that never read `self` calls `close` as a
   function (unfold.plain_methods), which can then be inlined;
 - a name assigned a value that calls nothing, once, and read in the next statement (`ordered`: a call
@@ -29,7 +34,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 
-from harness.reduce import transforms, unfold, unrun
+from harness.reduce import ordered, transforms, unfold, unrun
 from harness.reduce.checks import checks_of, frozen_checks
 from harness.reduce.script import split_preamble
 from harness.reduce.server import ForkServer, Run
@@ -41,7 +46,9 @@ MAX_ROUNDS = 12  # rounds of the meaning-keeping rewrites (each kept rewrite is 
 # construction (the module docstring says how).
 REWRITES: tuple[Callable[[str, set[str]], Iterable[str]], ...] = (
     lambda b, judged: unfold.inline_bodies(b, ordered=True, only=judged),
+    lambda b, judged: ordered.inline_expressions(b, only=judged),
     lambda b, _judged: list(transforms.inline_names(b, ordered=True)),
+    lambda b, _judged: ordered.fold_first_reads(b),
     lambda b, _judged: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b),
                         unfold.fold_literals(b), unfold.split_tuple_assignments(b), unfold.no_ops(b),
                         unfold.conditional_returns(b), transforms.merge_imports(b), transforms.hoist_imports(b)],
@@ -83,7 +90,8 @@ def rebase(source: str, server: ForkServer, sig: Signature, match: str | None,
     code = ast.unparse(ast.parse(body))
     if traced.lines is not None and signature(traced, source, match) == sig:
         offset = len(source.splitlines()) - len(body.splitlines())
-        pruned = unrun.drop_unrun(body, {n - offset for n in traced.lines if n > offset})
+        pruned = unrun.drop_unrun(body, {n - offset for n in traced.lines if n > offset},
+                                  {(a - offset, max(b - offset, 0)) for a, b in traced.steps or () if a > offset})
         if pruned != code and holds(pruned):
             code = pruned
             say("  what the failing run never ran is gone (its frozen checks' helpers too)")

@@ -24,7 +24,7 @@ from harness.paths import REPO
 
 SERVER_SOURCE = REPO / "harness/incell/forkserver.py"
 MAX_RECORD = 16_000  # bytes of a .sig record read back; more is a tampering script, not a signature
-MAX_LINES_RECORD = 400_000  # bytes of a .lines record (a line number each; a script is a few hundred lines)
+MAX_LINES_RECORD = 2_000_000  # bytes of a .lines record (a line number and a few steps a line; a script is a few hundred lines)
 MAX_OUTPUT = 200_000  # bytes of a candidate's output read back (its tail)
 # Modules imported before the first fork, in this order, when the script imports them.
 HEAVY = ("numpy", "jax", "torch", "torch_xla", "torchax", "flax", "optax")
@@ -39,6 +39,7 @@ class Run:
     output: str
     seconds: float
     lines: frozenset[int] | None = None  # the script's lines that ran, where asked for (run(..., lines=True))
+    steps: frozenset[tuple[int, int]] | None = None  # (line, the next line its frame ran; 0: it returned), likewise
 
 
 def heavy_imports(source: str) -> list[str]:
@@ -145,19 +146,29 @@ class ForkServer:
         out = Path(str(path) + ".out")
         record = _checked_record(_tail(sig, MAX_RECORD, head=True)) if sig.is_file() else None
         ran = Path(str(path) + ".lines")
+        seen, steps = _checked_trace(_tail(ran, MAX_LINES_RECORD, head=True)) if lines and ran.is_file() else (None, None)
         return Run(status, record, _tail(out, MAX_OUTPUT) if out.is_file() else "", time.monotonic() - start,
-                   _checked_lines(_tail(ran, MAX_LINES_RECORD, head=True)) if lines and ran.is_file() else None)
+                   seen, steps)
 
 
-def _checked_lines(text: str) -> frozenset[int] | None:
-    """The child's list of line numbers if it is one (anything else, cut short or forged, counts as none)."""
+def _line_number(n: object) -> bool:
+    return type(n) is int and n >= 0  # 0: a module frame starting, or a frame's return
+
+
+def _checked_trace(text: str) -> tuple[frozenset[int] | None, frozenset[tuple[int, int]] | None]:
+    """The child's line numbers and steps if they have the shape it writes (anything else, cut short or
+    forged, counts as none)."""
     try:
         got = json.loads(text)
     except ValueError:
-        return None
-    if not isinstance(got, list) or not all(type(n) is int and n >= 0 for n in got):  # 0: a module frame starting
-        return None
-    return frozenset(got)
+        return None, None
+    if not isinstance(got, dict) or not isinstance(got.get("lines"), list) or not isinstance(got.get("steps"), list):
+        return None, None
+    lines, steps = got["lines"], got["steps"]
+    if not all(_line_number(n) for n in lines) or not all(
+            isinstance(s, list) and len(s) == 2 and all(_line_number(n) for n in s) for s in steps):
+        return None, None
+    return frozenset(lines), frozenset((a, b) for a, b in steps)
 
 
 def _tail(path: Path, limit: int, head: bool = False) -> str:

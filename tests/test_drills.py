@@ -55,8 +55,15 @@ def test_segfault_abort_and_hang_are_recorded_and_the_rest_still_reports(tmp_pat
     assert kinds.count("CellStart") == 1 and kinds.count("CellEnd") == 1, "one stream per cell"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["faults.jsonl", "faults.jsonl.lock"], "no side files left"
     if xdist:  # the workers died, not pytest: the controller recorded them, with the hung stack
-        assert kinds.count("Collected") == 1
-        assert all(r.get("worker", "").startswith("gw") for r in recs if r["$report_type"] in ("TestCrash", "TestTimeout"))
+        faults = [r for r in recs if r["$report_type"] in ("TestCrash", "TestTimeout")]
+        assert faults and all(r.get("worker", "").startswith("gw") for r in faults), faults
+        # One pytest, unless xdist itself left a test unrun that a dead worker held (its work-stealing
+        # scheduler does, now and then, on a loaded box: CI, 2026-12-05): then the harness says so and
+        # runs only what was left. Never a resume for a fault: that would mean the harness's backstop,
+        # not the worker, caught it, or the controller died.
+        resumed = [r for r in recs if r["$report_type"] == "Resumed"]
+        assert kinds.count("Collected") == 1 + len(resumed)
+        assert all(r["after"] == "xdist's workers died and left tests unrun" for r in resumed), resumed
         hang = cases["test_hang"].message
         assert "test_faults.py\", line" in hang and "in test_hang" in hang, "the hung test's own frame is named"
 
@@ -82,6 +89,9 @@ def test_when_xdist_stops_replacing_dead_workers_the_cell_resumes_the_rest(tmp_p
     cases = {k.split("::")[-1]: v.raw for k, v in res.cases.items()}
     assert run.status == "complete", run.reason
     assert cases == {"test_ok_before": "pass", "test_segfault": "crash", "test_abort": "crash", "test_ok_after": "pass"}
+    resumed = [r for r in _records(out) if r["$report_type"] == "Resumed"]  # said in the results, and why
+    assert resumed and all(r["after"] == "xdist's workers died and left tests unrun" and r["remaining"] == len(r["nodeids"])
+                           and r["nodeids"] for r in resumed), resumed
 
 
 def test_kill_9_half_way_keeps_every_finished_result_and_a_rerun_replaces_it(tmp_path):

@@ -48,6 +48,7 @@ from harness.run.workers import BACKSTOP_S, user_chose, xdist_args
 from harness.paths import REPO
 SCHEMA_VERSION = 1
 MAX_RESUMES = 50
+RESUMED_NAMED = 50  # of the tests a Resumed record names (the count is whole)
 COLLECT_TIMEOUT_S = 300  # starting the interpreter, importing the suites (jax, torch_xla) and collecting
 EXIT_TIMEOUT_S = 60  # from the last test's end (or pytest's session end) to the process exit
 _POLL_S = 0.2
@@ -410,6 +411,7 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
             for rec in stream.close_pipe():  # whatever came between the last poll and exit
                 watch.feed(rec, progress, cell.name)
         stream.check(deep=True)
+        after = "a test overran the harness's deadline"  # why the next attempt, if there is one
         if overdue is not None and overdue[0] == "test":
             _record(stream, {"$report_type": "TestTimeout", "nodeid": overdue[1], "timeout_s": test_limit},
                     watch, progress, cell.name)
@@ -430,8 +432,10 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
                     watch, progress, cell.name)
             watch.running.clear()
             xdist, xdist_mode = 0, False
+            after = "the xdist controller died"
         elif watch.current is not None:
             _record(stream, _died(watch.current, rc, log_path), watch, progress, cell.name)
+            after = "pytest died in a test"
         elif rc < 0:  # died by a signal outside any test: while collecting, between tests, or at exit
             phase = ("collection" if watch.attempt_collected is None
                      else "exit" if watch.done_since is not None else "outside tests")
@@ -441,15 +445,21 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
             exitstatus = rc
             if phase != "outside tests":
                 break
+            after = "pytest died outside tests"
         else:
             exitstatus = rc
             if not (xdist_mode and watch.workers_died):
                 break
-            # xdist stopped replacing workers that died (--max-worker-restart): resume what is left.
+            # xdist stopped replacing workers that died (--max-worker-restart), or lost a test a dead
+            # worker held: resume what is left.
+            after = "xdist's workers died and left tests unrun"
         remaining = [n for n in (watch.collected or []) if n not in watch.finished]
         if not remaining:
             break
         skip = sorted(watch.finished)
+        # said in the results, not only on the terminal: a second pytest process is news to whoever reads them
+        stream.append({"$report_type": "Resumed", "remaining": len(remaining), "after": after,
+                       "nodeids": remaining[:RESUMED_NAMED]})
         progress(cell.name, {"event": "resume", "remaining": len(remaining)})
     if cgroup is not None:
         cgroup.remove()

@@ -98,8 +98,8 @@ LONGER: dict[str, tuple[int, str]] = {
     "xla27-cpu__suites_call_jax_test_structure.py_": (38, "the tree-describing helpers the message prints: 29-37"),
     # The whole default run of 2026-11-29 (docs/reduce.md), torch cells:
     "suites_call_jax_test_upstream_parity.py_test_equal_looking_statics_trace_apart_": (
-        40, "frozen checks (no cell passes): the dtype assert, the numerics check and to_numpy stay: 32-34 lines "
-            "on xla29-cpu (2026-12-05; 44-46 before Observe.close became a call and to_numpy lost what never ran)"),
+        40, "frozen checks (no cell passes): the dtype assert, the numerics check and to_numpy (both of its branches "
+            "ran) stay: 31 lines on xla29-cpu (2026-12-07; 32-34 on 2026-12-05, 44-46 before)"),
     "xla27-cpu__suites_call_jax_test_upstream_parity.py_test_cache_by_jax_config_": (
         44, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 36-41 (at 5e6db3a)"),
     "suites_torchax_test_interop.py_test_round_trip_int64": (
@@ -110,11 +110,7 @@ LONGER: dict[str, tuple[int, str]] = {
     "xla27-cpu__suites_torchax_test_properties.py_test_generated_module_grads_match_torch_autograd": (
         38, "the module builder (its contrast cells take other branches of it), torchax's entry-point helper and "
             "extract_jax stay: 26 lines (41-45 before the unfolding rewrites)"),
-    # Reduced under frozen checks (no cell passes the case): each check that ran and the helpers it names
-    # stay whole, the eager precondition's Observe.close and to_numpy (13 lines with their blank lines) too.
-    "test_host_multiply_next_to_a_device_multiply_keeps_the_host_placement_": (
-        40, "frozen checks: the placement asserts' helpers, their inputs and the eager check with to_numpy stay: 36 "
-            "lines in the jax-only cells, xla29-cpu and torchax0013-cpu (42 before harness.reduce.rebase)"),
+    # host multiply next to a device multiply (frozen checks): within 30 since 2026-12-07, no bound of its own
     "suites_shard_map_test_space.py_test_pvary_with_the_check_off_transposes_once_": (
         36, "frozen checks: the forward check and to_numpy stay: 29-30 lines in the jax-only cells and torchax0013-cpu "
             "(2026-12-05); a budget-bound search at load ended higher before (43 on xla29-cpu, load 4-7)"),

@@ -8,10 +8,11 @@ Protocol: argv[1] is a comma-separated list of modules to import first (a failin
 for the script to hit and report). Then one JSON object a line on stdin, {"script": PATH,
 "timeout": S} (and "lines": true to have the child write the script's lines that ran and the steps
 between them, {"lines": [N, ...], "steps": [[FROM, TO], ...]}, to PATH.lines); for each, one JSON
-line on stdout, {"status": EXIT}, where EXIT is the child's exit status (negative: killed by that signal; SIGALRM is the timeout). The child writes its output to
-PATH.out and, when the script raised, {"type", "message", "line", "in_script"} to PATH.sig: the exception's
-qualified type, its message, the script's innermost line in the traceback and whether the
-exception was raised there. The script is data:
+line on stdout, {"status": EXIT}, where EXIT is the child's exit status (negative: killed by that
+signal; SIGALRM is the timeout). The child writes its output to PATH.out and, when the script
+raised, {"type", "message", "line", "in_script"} to PATH.sig: the exception's qualified type, its
+message, the script's innermost line in the traceback and whether the exception was raised there.
+The script is data:
 it runs in its own session, under an alarm, and whatever it leaves running is killed with it; the
 child dies with the server (the parent-death signal), so a server killed with its host leaves no
 candidate running.

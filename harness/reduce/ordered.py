@@ -24,8 +24,9 @@ import copy
 from collections.abc import Collection, Iterator
 
 from harness.reduce.signature import parents_of
+from harness.reduce.transforms import _blocks, _loads, _same_block, _Subst, _written
 
-MAX_LINE = 150  # a line a rewrite here writes: as long as the longest check the exporter writes (a frozen check is held as written)
+MAX_LINE = 150  # a line a rewrite here writes: as long as the longest check the exporter writes (held as written)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _OPAQUE = object()  # evaluation order unknown from here on: conditional or in a scope of its own
@@ -61,10 +62,7 @@ def _order(node: ast.AST, modules: set[str]) -> Iterator[object]:
         yield node
     elif isinstance(node, ast.Call):
         yield from _order(node.func, modules)
-        for a in node.args:
-            yield from _order(a.value if isinstance(a, ast.Starred) else a, modules)
-            if isinstance(a, ast.Starred):
-                yield a
+        yield from _items(node.args, modules)
         for k in node.keywords:
             yield from _order(k.value, modules)
             if k.arg is None:
@@ -82,10 +80,7 @@ def _order(node: ast.AST, modules: set[str]) -> Iterator[object]:
         yield from _order(node.slice, modules)
         yield node
     elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        for e in node.elts:
-            yield from _order(e.value if isinstance(e, ast.Starred) else e, modules)
-            if isinstance(e, ast.Starred):
-                yield e
+        yield from _items(node.elts, modules)
     elif isinstance(node, ast.Compare):  # the comparisons after the first are conditional
         yield from _order(node.left, modules)
         yield from _order(node.comparators[0], modules)
@@ -102,6 +97,14 @@ def _order(node: ast.AST, modules: set[str]) -> Iterator[object]:
         yield from _order(node.value, modules)
     else:  # a lambda, a comprehension, an f-string, a walrus, an await: not followed
         yield _OPAQUE
+
+
+def _items(items: list[ast.expr], modules: set[str]) -> Iterator[object]:
+    """A call's arguments or a display's items, in order; unpacking one (`*xs`) iterates it: code."""
+    for item in items:
+        yield from _order(item.value if isinstance(item, ast.Starred) else item, modules)
+        if isinstance(item, ast.Starred):
+            yield item
 
 
 def _statement_order(stmt: ast.stmt, modules: set[str]) -> Iterator[object] | None:
@@ -131,39 +134,8 @@ def _scope_of(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST:
     return node
 
 
-def _blocks(tree: ast.AST) -> Iterator[list[ast.stmt]]:
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                yield block
-        for h in getattr(node, "handlers", []) or []:
-            yield h.body
-
-
-def _loads_in(node: ast.AST, name: str) -> int:
-    return sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
-
-
 def _long(stmt: ast.stmt) -> bool:
     return max((len(ln) for ln in ast.unparse(stmt).splitlines()), default=0) + stmt.col_offset > MAX_LINE
-
-
-class _Subst(ast.NodeTransformer):
-    def __init__(self, values: dict[str, ast.expr]) -> None:
-        self.values = values
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load) and node.id in self.values:
-            return copy.deepcopy(self.values[node.id])
-        return node
-
-
-def _written(tree: ast.Module) -> str | None:
-    try:
-        return ast.unparse(ast.fix_missing_locations(tree))
-    except ValueError:  # Python 3.11 cannot write a backslash into an f-string's expression part
-        return None
 
 
 def fold_first_reads(code: str) -> Iterator[str]:
@@ -179,7 +151,7 @@ def fold_first_reads(code: str) -> Iterator[str]:
         if isinstance(n, ast.Name):
             names.setdefault(n.id, []).append(n)
     declared = {x for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names}
-    for block in _blocks(tree):
+    for block in [b for node in ast.walk(tree) for b in _blocks(node)]:
         for i, stmt in enumerate(block[:-1]):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
                 continue
@@ -191,7 +163,7 @@ def fold_first_reads(code: str) -> Iterator[str]:
             uses = names.get(name, [])
             if any(_scope_of(n, parents) is not scope or isinstance(n.ctx, ast.Del) for n in uses):
                 continue  # a closure or another function reads it, or it is deleted
-            if _loads_in(reader, name) != 1 or not _read_first(_statement_order(reader, modules), name):
+            if _loads(reader).get(name, 0) != 1 or not _read_first(_statement_order(reader, modules), name):
                 continue
             rebinds = isinstance(reader, ast.Assign) and any(t.id == name for t in reader.targets)  # type: ignore[attr-defined]
             later = {id(n) for s in block[i + 2:] for n in ast.walk(s)} if rebinds else set()
@@ -199,8 +171,7 @@ def fold_first_reads(code: str) -> Iterator[str]:
             if any(isinstance(n.ctx, ast.Load) and id(n) not in own and id(n) not in later for n in uses):
                 continue  # read where this value, not the next statement's, could be what it sees
             cand = copy.deepcopy(tree)
-            pairs = dict(zip(map(id, ast.walk(tree)), ast.walk(cand)))
-            c_block = next(b for b in _blocks(cand) if b and b[0] is pairs[id(block[0])])
+            c_block = _same_block(cand, tree, block)
             new = _Subst({name: stmt.value}).visit(c_block[i + 1])
             if _long(new):
                 continue
@@ -253,7 +224,7 @@ def inline_expressions(code: str, only: Collection[str] | None = None) -> Iterat
         params = [p.arg for p in a.args]
         events = list(_order(result, modules))
         reads = [e.id for e in events if isinstance(e, ast.Name) and e.id in params]
-        if any(_loads_in(result, p) > 1 for p in params):
+        if any(_loads(result).get(p, 0) > 1 for p in params):
             continue
         first = []
         for e in events:  # the parameters read before anything may run code, in order

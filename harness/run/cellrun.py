@@ -411,10 +411,10 @@ def _run_started(cell: Cell, stream: ResultsStream, pytest_args: Sequence[str], 
             for rec in stream.close_pipe():  # whatever came between the last poll and exit
                 watch.feed(rec, progress, cell.name)
         stream.check(deep=True)
-        after = "a test overran the harness's deadline"  # why the next attempt, if there is one
         if overdue is not None and overdue[0] == "test":
             _record(stream, {"$report_type": "TestTimeout", "nodeid": overdue[1], "timeout_s": test_limit},
                     watch, progress, cell.name)
+            after = "a test overran the harness's deadline"  # why the next attempt, if there is one
         elif overdue is not None:  # a hang outside any test: record it, keep every result, move on
             phase = overdue[1]
             limit = collect_s if phase == "collection" else exit_s

@@ -78,6 +78,8 @@ def test_under_xdist_a_dead_controller_is_recorded_and_the_rest_runs_again_witho
     assert all(cases[n].raw == "pass" for n in ("test_ok_a", "test_slow_b", "test_ok_c"))
     if "(outside tests)" in cases:  # it died with both workers busy: blamed on no test
         assert "xdist controller" in cases["(outside tests)"].message
+    resumed = [r["after"] for r in _records(out) if r["$report_type"] == "Resumed"]  # and why the rest ran again
+    assert resumed and resumed[0] in ("the xdist controller died", "pytest died in a test"), resumed
 
 
 def test_when_xdist_stops_replacing_dead_workers_the_cell_resumes_the_rest(tmp_path):

@@ -10,6 +10,9 @@ its signature.
   np.asarray(x).astype(np.float64)`) is written at every call, where it reads each parameter once, in
   the order the call passes them, before anything in it may run code: the argument is then evaluated
   where the call evaluated it.
+- `conditional_assignments`: `if hasattr(x, 'detach'): x = x.detach().cpu().numpy()` becomes
+  `x = x.detach().cpu().numpy() if hasattr(x, 'detach') else x` where x is bound before it for certain:
+  the test, then the value or nothing, as before; a fold then takes it into `return np.asarray(x)`.
 
 "May run code" is everything but loading a name, a constant, and an attribute of an imported module
 (`np.asarray`: a lookup in the module's dict, or its `__getattr__`, which only names what it lacks;
@@ -138,11 +141,45 @@ def _long(stmt: ast.stmt) -> bool:
     return max((len(ln) for ln in ast.unparse(stmt).splitlines()), default=0) + stmt.col_offset > MAX_LINE
 
 
+def _inside(node: ast.AST, parents: dict[ast.AST, ast.AST], scope: ast.AST, kinds: tuple[type, ...]) -> bool:
+    """Whether a `kinds` statement holds node within its scope."""
+    while node is not scope:
+        node = parents[node]
+        if isinstance(node, kinds):
+            return True
+    return False
+
+
+def _binds(scope: ast.AST, name: str, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether name is a local of scope (a function's, a lambda's or a comprehension's): bound there, not
+    declared global or nonlocal there."""
+    if isinstance(scope, (ast.Module, ast.ClassDef)):
+        return False
+    args = scope.args if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else None
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a} if args else set()
+    mine = [n for n in ast.walk(scope) if n is not scope and _scope_of(n, parents) is scope]
+    declared = {x for n in mine if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names}
+    stored = {n.id for n in mine if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return name not in declared and name in (params | stored)
+
+
+def _before(load: ast.Name, stmt: ast.stmt, reader: ast.stmt, parents: dict[ast.AST, ast.AST], scope: ast.AST) -> bool:
+    """Whether `load` can only see a value bound before stmt's or the one reader reads: in reader, or
+    written before reader (stmt's own value included) where no loop runs stmt again."""
+    if any(n is load for n in ast.walk(reader)):
+        return True
+    loops = (ast.For, ast.AsyncFor, ast.While)
+    return (not _inside(stmt, parents, scope, loops)
+            and (load.lineno, load.col_offset) < (reader.lineno, reader.col_offset))
+
+
 def fold_first_reads(code: str) -> Iterator[str]:
     """Candidates, one per assignment: `n = VALUE` followed by a statement that reads n once and first
     (nothing before that read may run code) becomes that statement with VALUE in place of n. n must be
-    a name of this scope alone (no nested scope, `global` or `del` names it), read nowhere else but after
-    the next statement rebinds it, in the same block."""
+    a module's name no function reads, or a function's local no scope inside it reads (never a class's;
+    no `global` or `del` names it), in the same block. Where the
+    next statement rebinds n, only it sees VALUE (unless a handler could, were it to raise); otherwise n
+    is read nowhere else but before VALUE is bound, outside any loop that runs the assignment again."""
     tree = ast.parse(code)
     parents = parents_of(tree)
     modules = _modules(tree)
@@ -160,15 +197,22 @@ def fold_first_reads(code: str) -> Iterator[str]:
                     isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(stmt.value)):
                 continue
             scope = _scope_of(stmt, parents)
+            if isinstance(scope, ast.ClassDef):
+                continue  # a class attribute: what the methods and the class's users read
             uses = names.get(name, [])
-            if any(_scope_of(n, parents) is not scope or isinstance(n.ctx, ast.Del) for n in uses):
+            if not isinstance(scope, ast.Module):  # a function's local: another function's same name is another
+                inside = {id(n) for n in ast.walk(scope)}
+                uses = [n for n in uses if id(n) in inside]
+            if any(isinstance(n.ctx, ast.Del) or (_scope_of(n, parents) is not scope
+                                                  and not _binds(_scope_of(n, parents), name, parents)) for n in uses):
                 continue  # a closure or another function reads it, or it is deleted
             if _loads(reader).get(name, 0) != 1 or not _read_first(_statement_order(reader, modules), name):
                 continue
             rebinds = isinstance(reader, ast.Assign) and any(t.id == name for t in reader.targets)  # type: ignore[attr-defined]
-            later = {id(n) for s in block[i + 2:] for n in ast.walk(s)} if rebinds else set()
-            own = {id(n) for n in ast.walk(reader)}
-            if any(isinstance(n.ctx, ast.Load) and id(n) not in own and id(n) not in later for n in uses):
+            if rebinds and _inside(stmt, parents, scope, (ast.Try, ast.TryStar)):
+                continue  # a handler would see this value where the next statement raised
+            if not rebinds and any(isinstance(n.ctx, ast.Load) and not _before(n, stmt, reader, parents, scope)
+                                   for n in uses):
                 continue  # read where this value, not the next statement's, could be what it sees
             cand = copy.deepcopy(tree)
             c_block = _same_block(cand, tree, block)
@@ -278,6 +322,46 @@ def inline_expressions(code: str, only: Collection[str] | None = None) -> Iterat
             cand.body.remove(pairs[id(fn)])
             if any(_long(s) for s in changed if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
                 continue
+            text = _written(cand)
+            if text is not None:
+                yield text
+
+
+def conditional_assignments(code: str) -> Iterator[str]:
+    """Candidates, one per `if`: `if TEST: n = VALUE` (no else) becomes `n = VALUE if TEST else n` where n is
+    bound before it for certain (a parameter of the function around it, never deleted, or assigned
+    earlier in the same block): TEST, then VALUE or nothing, are evaluated as before, and n = n keeps
+    the value it had. Then fold_first_reads can move it into its reader (`to_numpy`'s
+    `if hasattr(x, 'detach'): x = ...` and `return np.asarray(x)` become one return)."""
+    tree = ast.parse(code)
+    parents = parents_of(tree)
+    declared = {x for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for x in n.names}
+    for block in [b for node in ast.walk(tree) for b in _blocks(node)]:
+        for i, stmt in enumerate(block):
+            if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1):
+                continue
+            (inner,) = stmt.body
+            if not (isinstance(inner, ast.Assign) and len(inner.targets) == 1 and isinstance(inner.targets[0], ast.Name)):
+                continue
+            name = inner.targets[0].id
+            scope = _scope_of(stmt, parents)
+            deleted = any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Del) for n in ast.walk(scope))
+            param = isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in {
+                a.arg for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]}
+            earlier = any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                          for s in block[:i])
+            if name in declared or deleted or not (param or earlier) or any(
+                    isinstance(n, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)) for n in ast.walk(stmt)):
+                continue
+            cand = copy.deepcopy(tree)
+            c_block = _same_block(cand, tree, block)
+            c_if = c_block[i]
+            new = ast.Assign(targets=[ast.Name(name, ast.Store())],
+                             value=ast.IfExp(test=c_if.test, body=c_if.body[0].value, orelse=ast.Name(name, ast.Load())))
+            ast.copy_location(new, c_if)
+            if _long(ast.fix_missing_locations(new)):
+                continue
+            c_block[i] = new
             text = _written(cand)
             if text is not None:
                 yield text

@@ -16,7 +16,9 @@ check judges in this run:
 - a helper that only returns an expression, which reads its parameters first and in order, the checks
   judge through, is written at each call (harness.reduce.ordered inline_expressions: `to_numpy(x)`);
   a value moved into the next statement where that statement reads it once and before anything there
-  may run code (ordered.fold_first_reads: `arr = np.asarray(x)`, `arr = arr.astype(...)`);
+  may run code (ordered.fold_first_reads: `arr = np.asarray(x)`, `arr = arr.astype(...)`), and an `if`
+  whose body only assigns a name bound before it becomes a conditional expression
+  (ordered.conditional_assignments: `x = x.numpy() if hasattr(x, 'detach') else x`), which can then fold;
 - `observe.close(...)` of an instance of a class of methods that never read `self` calls `close` as a
   function (unfold.plain_methods), which can then be inlined;
 - a name assigned a value that calls nothing, once, and read in the next statement (`ordered`: a call
@@ -49,6 +51,7 @@ REWRITES: tuple[Callable[[str, set[str]], Iterable[str]], ...] = (
     lambda b, judged: ordered.inline_expressions(b, only=judged),
     lambda b, _judged: list(transforms.inline_names(b, ordered=True)),
     lambda b, _judged: ordered.fold_first_reads(b),
+    lambda b, _judged: ordered.conditional_assignments(b),
     lambda b, _judged: [unfold.plain_methods(b), transforms.inline_constants(b), transforms.fold_constant_tests(b),
                         unfold.fold_literals(b), unfold.split_tuple_assignments(b), unfold.no_ops(b),
                         unfold.conditional_returns(b), transforms.merge_imports(b), transforms.hoist_imports(b)],

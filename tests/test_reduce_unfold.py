@@ -9,6 +9,9 @@ import contextlib
 import io
 import textwrap
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from harness.reduce import transforms
 from harness.reduce import unfold as u
 
@@ -213,6 +216,42 @@ def test_literals_fold_where_the_text_is_the_same():
     assert _prints(got) == _prints(code)
     assert "getattr(o, 'class')" in u.fold_literals("getattr(o, 'class')")  # a keyword is no attribute name
     assert "getattr(o, 'a-b')" in u.fold_literals("getattr(o, 'a-b')")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text("ab._ ", max_size=8), st.sampled_from(sorted(u._STR_METHODS)),
+       st.lists(st.one_of(st.text("ab._", max_size=2), st.integers(-1, 2)), max_size=2))
+def test_a_str_method_on_literals_folds_to_what_it_returns(text, method, args):
+    code = f"print(repr({text!r}.{method}({', '.join(map(repr, args))})))\n"
+    try:
+        want = _prints(code)
+    except (TypeError, ValueError):  # the script's own error: left as written, to raise the same
+        assert u.fold_literals(code) == _code(code)
+        return
+    got = u.fold_literals(code)
+    assert f".{method}(" not in got, got
+    assert _prints(got) == want
+
+
+def test_a_table_read_by_get_and_an_applied_lambda_fold():
+    code = _code("""\
+        import math
+        T = 2
+        print({'a': math.pi, 'b': T}.get('b'), {'a': 1}.get('z'), {'a': 1}.get('z', T), {1: 'one'}.get(True))
+        print((lambda m, n: m.floor(n) + n)(math, 2.5), (lambda: 'k')())
+        """)
+    got = u.fold_literals(code)
+    assert ".get(" not in got and "lambda" not in got, got
+    assert _prints(got) == _prints(code)
+    left = _code("""\
+        y = [1]
+        z = 2
+        print({'a': 1, True: 2, 1: 3}.get(1), {'a': f()}.get('a'), (lambda x: [x for x in y])(z),
+              (lambda x: x)(z + 1), (lambda x, *r: x)(z), (lambda x: x)(x=z))
+        """)
+    for kept in ("{'a': 1, True: 2, 1: 3}.get(1)", "{'a': f()}.get('a')", "(lambda x: [x for x in y])(z)",
+                 "(lambda x: x)(z + 1)", "(lambda x, *r: x)(z)", "(lambda x: x)(x=z)"):
+        assert kept in u.fold_literals(left), kept  # equal keys, a call, a scope binding x, not a name, *r, a keyword
 
 
 def test_conditional_returns_only_for_a_guard_then_a_return():

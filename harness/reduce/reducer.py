@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 import pysource_minimize
 
-from harness.reduce import rebase, transforms, unfold
+from harness.reduce import ordered, rebase, transforms, unfold
 from harness.reduce.checks import ORACLE, Frozen, frozen_checks, lacks
 from harness.reduce.names import undefined_names
 from harness.reduce.script import assemble, split_preamble, split_script  # split_preamble: the tests' too
@@ -274,6 +274,9 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         lambda b: [unfold.plain_methods(b), unfold.conditional_returns(b), unfold.constant_dispatch(b), unfold.no_ops(b),
                    unfold.write_only_records(b), unfold.split_tuple_assignments(b), unfold.fold_literals(b)],
         lambda b: list(transforms.inline_names(b)),
+        # the rewrites that keep when each operation runs (harness.reduce.ordered): what rebase applied
+        # before the search, again on what the search left (`t = t.detach().cpu()`, then `return t.numpy()`)
+        lambda b: [*ordered.fold_first_reads(b), *ordered.conditional_assignments(b), *ordered.inline_expressions(b)],
         lambda b: [transforms.merge_imports(b), transforms.hoist_imports(b), transforms.unused_targets(b),
                    transforms.inline_constants(b),
                    transforms.literal_message(b, sig.where, (first.record or {}).get("message", ""))],

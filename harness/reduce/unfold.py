@@ -533,10 +533,22 @@ class _Fold(FoldedFStrings):
                 and node.args[1].value.isidentifier() and not keyword.iskeyword(node.args[1].value)):
             return ast.copy_location(ast.Attribute(node.args[0], node.args[1].value, ast.Load()), node)
         f = node.func
-        if (isinstance(f, ast.Attribute) and f.attr in ("startswith", "endswith") and isinstance(f.value, ast.Constant)
-                and isinstance(f.value.value, str) and len(node.args) == 1 and not node.keywords
-                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            return ast.copy_location(ast.Constant(getattr(f.value.value, f.attr)(node.args[0].value)), node)
+        if (isinstance(f, ast.Attribute) and f.attr in _STR_METHODS and isinstance(f.value, ast.Constant)
+                and isinstance(f.value.value, str) and len(node.args) <= 2 and not node.keywords
+                and all(isinstance(a, ast.Constant) and isinstance(a.value, (str, int)) for a in node.args)):
+            try:
+                value = getattr(f.value.value, f.attr)(*(a.value for a in node.args))
+            except (TypeError, ValueError):
+                return node  # `'a'.split('')`: the script's own error, left to raise
+            return ast.copy_location(_literal(value), node)
+        if (isinstance(f, ast.Attribute) and f.attr == "get" and 1 <= len(node.args) <= 2 and not node.keywords
+                and isinstance(node.args[0], ast.Constant) and all(_pure(a) for a in node.args[1:])):
+            table = _table(f.value)
+            if table is not None:
+                default = node.args[1] if len(node.args) == 2 else ast.Constant(None)
+                return copy.deepcopy(table.get(node.args[0].value, default))
+        if isinstance(f, ast.Lambda):
+            return _applied(f, node) or node
         return node
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
@@ -547,12 +559,55 @@ class _Fold(FoldedFStrings):
         if (isinstance(node.value, (ast.List, ast.Tuple)) and isinstance(key, int) and not isinstance(key, bool)
                 and -len(node.value.elts) <= key < len(node.value.elts) and all(_pure(e) for e in node.value.elts)):
             return node.value.elts[key]
-        if (isinstance(node.value, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.value.keys)
-                and all(isinstance(v, (ast.Constant, ast.Name, ast.Attribute)) and _pure_attr(v) for v in node.value.values)):
-            table = {k.value: v for k, v in zip(node.value.keys, node.value.values)}  # type: ignore[union-attr]
-            if key in table and [k.value for k in node.value.keys].count(key) == 1:  # type: ignore[union-attr]
-                return table[key]
+        table = _table(node.value)
+        if table is not None and key in table:
+            return table[key]
         return node
+
+
+# str methods without side effects whose result is a literal: `'torchax.default_env'.rpartition('.')`
+_STR_METHODS = frozenset({"startswith", "endswith", "rpartition", "partition", "split", "rsplit", "strip",
+                          "lstrip", "rstrip", "lower", "upper", "replace", "removeprefix", "removesuffix"})
+
+
+def _literal(value: object) -> ast.expr:
+    """A str, bool or int, or a tuple or list of them, as the literal that writes it."""
+    if isinstance(value, tuple):
+        return ast.Tuple([_literal(v) for v in value], ast.Load())
+    if isinstance(value, list):
+        return ast.List([_literal(v) for v in value], ast.Load())
+    return ast.Constant(value)
+
+
+def _table(node: ast.expr) -> dict | None:
+    """A dict display of distinct literal keys whose values are literals, names or dotted names (reading
+    it runs nothing but lookups): key -> value; None for anything else."""
+    if not (isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys)
+            and all(isinstance(v, (ast.Constant, ast.Name, ast.Attribute)) and _pure_attr(v) for v in node.values)):
+        return None
+    keys = [k.value for k in node.keys]  # type: ignore[union-attr]
+    if len(dict.fromkeys(keys)) != len(keys):  # 1 and True are one key
+        return None
+    return dict(zip(keys, node.values))
+
+
+def _applied(fn: ast.Lambda, call: ast.Call) -> ast.expr | None:
+    """`(lambda torch: torch.tensor(...))(torch)` -> `torch.tensor(...)`: each argument a name or a literal
+    (reading it runs nothing), the parameters plain, no scope inside the body binding a name involved."""
+    a = fn.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults or call.keywords:
+        return None
+    if len(call.args) != len(a.args) or not all(isinstance(x, (ast.Name, ast.Constant)) for x in call.args):
+        return None
+    params = [p.arg for p in a.args]
+    involved = set(params) | {x.id for x in call.args if isinstance(x, ast.Name)}
+    for inner in ast.walk(fn.body):
+        if isinstance(inner, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr)):
+            bound = {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            bound |= {x.arg for x in ast.walk(inner) if isinstance(x, ast.arg)}
+            if bound & involved:
+                return None
+    return ast.copy_location(_Subst(dict(zip(params, call.args))).visit(copy.deepcopy(fn.body)), call)
 
 
 def _pure_attr(node: ast.expr) -> bool:
@@ -565,8 +620,10 @@ def _pure_attr(node: ast.expr) -> bool:
 def fold_literals(code: str) -> str:
     """`getattr(obj, 'name')` becomes `obj.name`; a literal string or integer inside an f-string
     becomes part of its text (`f"{'nested'}: got {x}"` -> `f'nested: got {x}'`); `[2][0]` becomes
-    `2` and `{'sigmoid': torch.nn.Sigmoid, 'softplus': torch.nn.Softplus}['softplus']` the entry;
-    `'softplus'.startswith('linear')` becomes False (an `if` on it then folds: transforms)."""
+    `2` and `{'sigmoid': torch.nn.Sigmoid, 'softplus': torch.nn.Softplus}['softplus']` (or `.get`) the entry;
+    `'softplus'.startswith('linear')` becomes False (an `if` on it then folds: transforms), and
+    `'torchax.default_env'.rpartition('.')` the tuple; `(lambda torch: torch.tensor(...))(torch)` becomes
+    its body with the arguments for its parameters, where each is a name or a literal."""
     tree = _Fold().visit(ast.parse(code))
     return ast.unparse(ast.fix_missing_locations(tree))
 

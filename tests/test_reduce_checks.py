@@ -415,3 +415,35 @@ def test_an_if_raise_check_holds_what_its_condition_reads_though_its_message_nam
     assert "lowered = 'lowered: @host mul'" in frozen.inputs
     gutted = script.replace('return "host" in tags(text)', "return False")
     assert lacks(ast.parse(gutted), frozen)
+
+
+def test_a_helper_that_shares_a_local_name_with_the_checked_one_holds_none_of_its_calls():
+    """The slice of what the checks read is scope-insensitive: `structure`'s comprehension binds k, and so
+    does one in `leaves_at_paths`, which only a later, never-run loop calls. Its calls (`sorted(tree)`,
+    `enumerate(tree)`) were held, and every candidate without that dead helper was refused (the xla27
+    output-structure scripts stayed at 41-46 lines)."""
+    script = textwrap.dedent('''\
+        def leaves_at_paths(tree):
+            if isinstance(tree, dict):
+                return [x for k in sorted(tree) for x in leaves_at_paths(tree[k])]
+            return [x for i, v in enumerate(tree) for x in leaves_at_paths(v)]
+
+        def structure(tree):
+            if isinstance(tree, dict):
+                return ('dict', tuple((k, structure(tree[k])) for k in sorted(tree)))
+            return ('leaf', type(tree).__name__)
+
+        out = {'w': 1}
+        got_s = structure(out)
+        assert got_s == ('leaf', 'dict'), f'structure {got_s}'
+        for got in leaves_at_paths(out):
+            print(got)
+        ''')
+    lines = script.splitlines()
+    failing = next(i + 1 for i, line in enumerate(lines) if line.startswith("assert got_s"))
+    frozen = frozen_checks(script, [failing])
+    assert not {"sorted(tree)", "enumerate(tree)"} & frozen.calls, frozen.calls
+    cut = "\n".join(ln for ln in lines[:failing] if ln)
+    tree = ast.parse(cut)
+    tree.body = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name == "leaves_at_paths")]
+    assert not lacks(tree, frozen)

@@ -347,7 +347,9 @@ def held_calls(tree: ast.Module, checks: Sequence[ast.AST], until: int | None = 
     # a helper's body: a def the checks' values read (not one a check runs in, the scenario's `core`)
     checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks
                   if any(n is c for n in ast.walk(d))}
-    inside = {id(n) for d in parts if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
+    # every helper's, not only those the slice reached: the slice is scope-insensitive, so a comprehension
+    # in a helper nothing calls that binds `k` or `v` (as the checked helper's does) is part of it
+    inside = {id(n) for d in ast.walk(tree) if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
     held: set[str] = set()
     for part in parts:
         if id(part) in inside:

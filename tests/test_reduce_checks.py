@@ -447,3 +447,30 @@ def test_a_helper_that_shares_a_local_name_with_the_checked_one_holds_none_of_it
     tree = ast.parse(cut)
     tree.body = [s for s in tree.body if not (isinstance(s, ast.FunctionDef) and s.name == "leaves_at_paths")]
     assert not lacks(tree, frozen)
+
+
+def test_a_helper_the_checked_value_comes_through_keeps_a_call():
+    """`back = j2t(env, j)` is held as written, but j2t's body is the search's: cut to `pass`, torchax 0.0.4's
+    stub round trip failed the same way (None has no dtype) without torchax. A helper the checked values
+    come through keeps one of the calls it made (a different call, `env(0)`, was the search's next way round);
+    one that never called anything is the search's."""
+    script = textwrap.dedent('''\
+        import lib
+
+        def j2t(env, array):
+            return lib.j2t(array)
+
+        def label(t):
+            return 'x'
+
+        if __name__ == '__main__':
+            back = j2t(None, 1)
+            assert back.dtype == 'f', label(back)
+        ''')
+    failing = next(i + 1 for i, line in enumerate(script.splitlines()) if line.lstrip().startswith("assert back"))
+    frozen = frozen_checks(script, [failing])
+    assert frozen.through == {"j2t": {"lib.j2t(array)"}}
+    for gutted in ("    pass", "    env(0)", "    return lib.j2t_copy(array)"):  # nothing, or another call
+        assert lacks(ast.parse(script.replace("    return lib.j2t(array)", gutted)), frozen), gutted
+    kept = ast.parse(script.replace("    return lib.j2t(array)", "    lib.j2t(array)"))
+    assert not lacks(kept, frozen)

@@ -66,6 +66,7 @@ class Frozen:
     written: frozenset = frozenset()  # the original's statements, as written (a constant binding it had stays allowed)
     calls: frozenset = frozenset()  # the calls the checks' values are computed from, as written
     bridged: Counter = field(default_factory=Counter)  # the script's functions those calls run (or decorate), whole
+    through: dict = field(default_factory=dict)  # helper -> its calls as written, for those the checked values come through
 
     def __bool__(self) -> bool:
         return bool(self.statements or self.definitions)
@@ -271,7 +272,24 @@ def frozen_checks(source: str, frames: list[int]) -> Frozen:
     calls = held_calls(tree, [*judged, *headers], until)
     bridged = bridged_functions(tree, [*judged, *headers], until=until)
     return Frozen(statements, Counter(ast.unparse(d) for d in frozen.values()), inputs, operands, written,
-                  frozenset(calls), Counter(ast.unparse(d) for d in bridged))
+                  frozenset(calls), Counter(ast.unparse(d) for d in bridged), through_helpers(tree, [*judged, *headers], until))
+
+
+def through_helpers(tree: ast.Module, checks: Sequence[ast.AST], until: int | None = None) -> dict[str, frozenset[str]]:
+    """The top-level helpers called where the checks' values are computed (`back = j2t(env, j)`) whose body
+    calls something -> those calls, as written: held_calls leaves their bodies to the search, which must
+    keep one of them in each (`def j2t(env, array): pass`, then `env(0)`, failed torchax 0.0.4's round
+    trip the same way, without torchax)."""
+    helpers = {d.name: d for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks if any(n is c for n in ast.walk(d))}
+    inside = {id(n) for d in ast.walk(tree) if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
+    called = {n.func.id for part in _slice(tree, checks, until) if id(part) not in inside for n in ast.walk(part)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in helpers}
+    return {name: _calls_in(helpers[name]) for name in sorted(called) if _calls_in(helpers[name])}
+
+
+def _calls_in(fn: ast.AST) -> frozenset[str]:
+    return frozenset(ast.unparse(n) for n in ast.walk(fn) if isinstance(n, ast.Call))
 
 
 def _root(expr: ast.AST) -> str | None:
@@ -491,4 +509,7 @@ def lacks(tree: ast.Module, frozen: Frozen) -> bool:
             return True
     if frozen.bridged - Counter(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         return True
+    if any(isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name in frozen.through
+           and not any(c in frozen.through[d.name] for c in _calls_in(d)) for d in tree.body):
+        return True  # a helper the checked values come through makes none of the calls it made
     return bool(frozen.definitions - Counter(ast.unparse(s) for s in tree.body)) or _severed(tree, frozen)

@@ -104,8 +104,8 @@ LONGER: dict[str, tuple[int, str]] = {
     "xla27-cpu__suites_call_jax_test_upstream_parity.py_test_cache_by_jax_config_": (
         44, "torch_xla 2.7's call_jax cache keyed by the config: both configs' calls and the comparison stay: 36-41 (at 5e6db3a)"),
     "suites_torchax_test_interop.py_test_round_trip_int64": (
-        52, "frozen checks: the round trip's checks and the helpers they name stay: 33 lines in torchax0013-cpu "
-            "(2026-12-07), 44-51 before; the other cells not re-measured"),
+        52, "frozen checks: the round trip's checks and the helpers they name stay: 28 lines in torchax0013-cpu "
+            "(2026-12-07, 95e4983), 44-51 before; the other cells not re-measured"),
     "xla27-cpu__suites_call_jax_test_non_tensor_inputs.py_test_container_mixing_tensors_and_scalars_": (
         34, "the comparison's Observe.close and to_numpy and the input helper stay (assert_allclose's message is "
             "the signature): 32 lines, where the search ends unhurried (377 s of 900, 720 runs)"),

@@ -281,11 +281,11 @@ def through_helpers(tree: ast.Module, checks: Sequence[ast.AST], until: int | No
     keep one of them in each (`def j2t(env, array): pass`, then `env(0)`, failed torchax 0.0.4's round
     trip the same way, without torchax)."""
     helpers = {d.name: d for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks if any(n is c for n in ast.walk(d))}
-    inside = {id(n) for d in ast.walk(tree) if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
+    inside = _in_helpers(tree, checks)
     called = {n.func.id for part in _slice(tree, checks, until) if id(part) not in inside for n in ast.walk(part)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in helpers}
-    return {name: _calls_in(helpers[name]) for name in sorted(called) if _calls_in(helpers[name])}
+    made = {name: _calls_in(helpers[name]) for name in sorted(called)}
+    return {name: calls for name, calls in made.items() if calls}
 
 
 def _calls_in(fn: ast.AST) -> frozenset[str]:
@@ -356,18 +356,22 @@ def _slice(tree: ast.Module, checks: Sequence[ast.AST], until: int | None = None
     return list(seen.values())
 
 
+def _in_helpers(tree: ast.Module, checks: Sequence[ast.AST]) -> set[int]:
+    """The ids of the nodes in a helper's body: every def but one a check runs in (the scenario's `core`).
+    Every helper's, not only those the slice reached: the slice is scope-insensitive, so a comprehension in
+    a helper nothing calls that binds `k` or `v` (as the checked helper's does) is part of it."""
+    checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks
+                  if any(n is c for n in ast.walk(d))}
+    return {id(n) for d in ast.walk(tree) if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
+
+
 def held_calls(tree: ast.Module, checks: Sequence[ast.AST], until: int | None = None) -> set[str]:
     """The calls (as written) the checks' values are computed from: in the checks and in whatever binds
     a name they read, transitively; not those inside the script's own functions (a helper's body is
     the script's to simplify, held whole where a check or a bridge names it) nor calls of them."""
     own = {d.name for d in ast.walk(tree) if isinstance(d, _DEFS)}
     parts = _slice(tree, checks, until)
-    # a helper's body: a def the checks' values read (not one a check runs in, the scenario's `core`)
-    checked_in = {id(d) for d in ast.walk(tree) if isinstance(d, _DEFS) for c in checks
-                  if any(n is c for n in ast.walk(d))}
-    # every helper's, not only those the slice reached: the slice is scope-insensitive, so a comprehension
-    # in a helper nothing calls that binds `k` or `v` (as the checked helper's does) is part of it
-    inside = {id(n) for d in ast.walk(tree) if isinstance(d, _DEFS) and id(d) not in checked_in for n in ast.walk(d)}
+    inside = _in_helpers(tree, checks)
     held: set[str] = set()
     for part in parts:
         if id(part) in inside:

@@ -601,12 +601,8 @@ def _applied(fn: ast.Lambda, call: ast.Call) -> ast.expr | None:
         return None
     params = [p.arg for p in a.args]
     involved = set(params) | {x.id for x in call.args if isinstance(x, ast.Name)}
-    for inner in ast.walk(fn.body):
-        if isinstance(inner, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr)):
-            bound = {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-            bound |= {x.arg for x in ast.walk(inner) if isinstance(x, ast.arg)}
-            if bound & involved:
-                return None
+    if bound_names(fn.body) & involved:  # an expression binds only in a scope of its own, or by a walrus
+        return None
     return ast.copy_location(_Subst(dict(zip(params, call.args))).visit(copy.deepcopy(fn.body)), call)
 
 

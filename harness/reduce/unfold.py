@@ -535,12 +535,15 @@ class _Fold(FoldedFStrings):
         f = node.func
         if (isinstance(f, ast.Attribute) and f.attr in _STR_METHODS and isinstance(f.value, ast.Constant)
                 and isinstance(f.value.value, str) and len(node.args) <= 2 and not node.keywords
-                and all(isinstance(a, ast.Constant) and isinstance(a.value, (str, int)) for a in node.args)):
+                and all(isinstance(a, ast.Constant) and type(a.value) in (str, int)
+                        and (type(a.value) is str or abs(a.value) <= _MAX_INT_ARG) for a in node.args)):
             try:
                 value = getattr(f.value.value, f.attr)(*(a.value for a in node.args))
-            except (TypeError, ValueError):
-                return node  # `'a'.split('')`: the script's own error, left to raise
-            return ast.copy_location(_literal(value), node)
+            except Exception:  # noqa: BLE001 (`'a'.split('')`, `'{0}'.format()`: the script's own error, left to raise)
+                return node
+            if _literal_value(value) and len(repr(value)) <= _MAX_FOLDED:
+                return ast.copy_location(_literal(value), node)
+            return node
         if (isinstance(f, ast.Attribute) and f.attr == "get" and 1 <= len(node.args) <= 2 and not node.keywords
                 and isinstance(node.args[0], ast.Constant) and all(_pure(a) for a in node.args[1:])):
             table = _table(f.value)
@@ -565,13 +568,22 @@ class _Fold(FoldedFStrings):
         return node
 
 
-# str methods without side effects whose result is a literal: `'torchax.default_env'.rpartition('.')`
-_STR_METHODS = frozenset({"startswith", "endswith", "rpartition", "partition", "split", "rsplit", "strip",
-                          "lstrip", "rstrip", "lower", "upper", "replace", "removeprefix", "removesuffix"})
+# every public method of str (an immutable builtin: none has a side effect), on literal arguments:
+# `'torchax.default_env'.rpartition('.')`; folded where the result is a literal (not maketrans' dict)
+_STR_METHODS = frozenset(m for m in dir(str) if not m.startswith("_"))
+_MAX_INT_ARG = 100  # `'a'.center(10**9)` in a hostile script: the reducer would build it
+_MAX_FOLDED = 150  # a folded value as long as a line a rewrite may write
+
+
+def _literal_value(value: object) -> bool:
+    """Whether _literal can write value: a str, bytes, bool or int, or a tuple or list of them."""
+    if isinstance(value, (tuple, list)):
+        return all(_literal_value(v) for v in value)
+    return type(value) in (str, bytes, bool, int)
 
 
 def _literal(value: object) -> ast.expr:
-    """A str, bool or int, or a tuple or list of them, as the literal that writes it."""
+    """A str, bytes, bool or int, or a tuple or list of them, as the literal that writes it."""
     if isinstance(value, tuple):
         return ast.Tuple([_literal(v) for v in value], ast.Load())
     if isinstance(value, list):

@@ -39,7 +39,7 @@ from harness.reduce import memo
 from harness.reduce import shared as folder
 from harness.reduce.reducer import NotReducible, Reduction, reduce_script
 from harness.reduce.script import split_script
-from harness.reduce.server import ForkServer, heavy_imports
+from harness.reduce.server import ForkServer, compile_cache_env, heavy_imports
 
 _TORCH = {"torch", "torch_xla", "torchax"}
 MAX_CONTRAST = 2  # cells where the case passes that the reduced script is checked in (the search uses the first)
@@ -321,7 +321,8 @@ def _reduce_in_order(ordered: list[Job], budget_s: float | None, say: Callable[[
                     servers.pop(next(iter(servers))).close()
                 cell = cell_named(name)
                 scratch = Path(tmp) / f"{name}-{len(outcomes)}-{'fresh' if fresh else 'cell'}-{'-'.join(key[2]) or 'none'}"
-                s = ForkServer(ensure_env(cell).python, {} if fresh else cell.run_env(), list(key[2]), scratch, name)
+                env = {} if fresh else {**cell.run_env(), **compile_cache_env(Path(tmp) / f"{name}-jax-cache")}
+                s = ForkServer(ensure_env(cell).python, env, list(key[2]), scratch, name)
                 s.start()
                 servers[key] = s
             servers[key] = servers.pop(key)  # the most recently used last

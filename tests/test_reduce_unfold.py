@@ -487,3 +487,52 @@ def test_a_candidate_python_cannot_write_is_skipped_not_the_helpers_after_it():
     """)
     got = list(u.inline_bodies(code))
     assert any("def twice" not in g for g in got), got
+
+
+_NAMES = ("a", "b", "c", "d")
+
+
+def _tuple_target(draw, depth: int) -> str:
+    n = draw(st.integers(2, 3))
+    items = [draw(st.sampled_from(_NAMES)) if depth == 0 or draw(st.booleans()) else _tuple_target(draw, depth - 1)
+             for _ in range(n)]
+    return "(" + ", ".join(items) + ")"
+
+
+@st.composite
+def _tuple_assignments(draw) -> str:
+    """A program binding a..d, then one tuple assignment of nested targets, each matched by a display of names,
+    numbers, a call reading a global, or a name holding a pair, then the bindings printed."""
+    target = _tuple_target(draw, 2)
+
+    def value(t: ast.expr) -> str:
+        if isinstance(t, ast.Tuple) and draw(st.integers(0, 4)):
+            return "(" + ", ".join(value(e) for e in t.elts) + ")"
+        if isinstance(t, ast.Tuple):
+            return "pair" if len(t.elts) == 2 else "triple"
+        return draw(st.sampled_from(["1", "a", "b", "c", "d", "f()", "[a, 2]"]))
+
+    return (f"a, b, c, d = 10, 20, 30, 40\npair, triple = (5, 6), (7, 8, 9)\ndef f():\n    return a + b\n"
+            f"{target} = {value(ast.parse(target, mode='eval').body)}\nprint(a, b, c, d)\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tuple_assignments())
+def test_a_nested_tuple_assignment_split_binds_what_the_original_did(code):
+    code = _code(code)
+    try:
+        want = _prints(code)
+    except (ValueError, TypeError):
+        return  # a display of the wrong length: the original raises, nothing to keep
+    got = u.split_tuple_assignments(code)
+    assert _prints(got) == want, got
+    if got != code:  # it split: no tuple target is left where a display matched it
+        assert len(ast.parse(got).body) > len(ast.parse(code).body)
+
+
+def test_a_nested_tuple_assignment_splits_into_each_name():
+    code = _code("(args, kw), (ref, ref_kw) = ((xs, 0), (ref, 0))")
+    assert u.split_tuple_assignments(code) == _code("args = xs\nkw = 0\nref = ref\nref_kw = 0")
+    for kept in ("(a, b), c = ((c, 1), a)", "a, (b, c) = (1, (a, 2))", "(a, b), a = ((1, 2), 3)",
+                 "a, b = (1, f())\ndef f():\n    return a", "(a, *b), c = ((1, 2), 3)", "(a, b), c = ((1, 2, 3), 4)"):
+        assert u.split_tuple_assignments(_code(kept)) == _code(kept), kept

@@ -505,21 +505,58 @@ def write_only_records(code: str) -> str:
     return ast.unparse(tree)
 
 
+def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]] | None:
+    """(target, value) for each name, or tuple not matched by a display, a tuple assignment binds, in the order it
+    binds them; None where a target is starred or not a name, or a display's length differs."""
+    if isinstance(target, ast.Name):
+        return [(target, value)]
+    if not isinstance(target, (ast.Tuple, ast.List)) or not all(
+            isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in target.elts):
+        return None
+    if not isinstance(value, (ast.Tuple, ast.List)):
+        names = [n for n in ast.walk(target) if not isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))]
+        return None if names else [(target, value)]  # `a, b = pair`: kept as one
+    if len(target.elts) != len(value.elts) or any(isinstance(v, ast.Starred) for v in value.elts):
+        return None
+    out: list[tuple[ast.expr, ast.expr]] = []
+    for t, v in zip(target.elts, value.elts):
+        got = _pairs(t, v)
+        if got is None:
+            return None
+        out += got
+    return out
+
+
 def split_tuple_assignments(code: str) -> str:
     """`_cpu, a = (0, [...])` becomes `_cpu = 0` and `a = [...]` (what inlining `return (cpu, on_xla)`
-    leaves), where no item reads a name the statement assigns; dead_code then takes the unread one."""
+    leaves), nested ones too (`(args, kw), (ref, _) = ((xs, 0), (ref, 0))`: `args = xs`, `kw = 0`, `ref = ref`,
+    which no_ops takes, `_ = 0`), where each name is bound once and no value reads a name an earlier part binds
+    (every value was read before any name was bound), nor calls something where a function may read one of
+    those (`a, b = (1, f())`, f reading the global a); dead_code then takes the unread one."""
     tree = ast.parse(code)
+    in_functions = {n.id for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                    for n in ast.walk(f) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     for node in ast.walk(tree):
         for block in _blocks(node):
             out: list[ast.stmt] = []
             for s in block:
-                if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], (ast.Tuple, ast.List))
-                        and isinstance(s.value, (ast.Tuple, ast.List)) and len(s.targets[0].elts) == len(s.value.elts)
-                        and all(isinstance(t, ast.Name) for t in s.targets[0].elts)):
-                    names = {t.id for t in s.targets[0].elts}  # type: ignore[union-attr]
-                    if len(names) == len(s.targets[0].elts) and not names & set(_loads(s.value)):
-                        out += [ast.Assign([t], v, lineno=0) for t, v in zip(s.targets[0].elts, s.value.elts)]
-                        continue
+                pairs = _pairs(s.targets[0], s.value) if (
+                    isinstance(s, ast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], (ast.Tuple, ast.List))) else None
+                if pairs and len(pairs) > 1:
+                    bound = [{n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t, _ in pairs]
+                    every = [n for b in bound for n in b]
+                    earlier: set[str] = set()
+                    for names, (_t, v) in zip(bound, pairs):
+                        calls = any(isinstance(n, ast.Call) for n in ast.walk(v))
+                        if earlier & (set(_loads(v)) | (in_functions if calls else set())):
+                            break
+                        earlier |= names
+                    else:
+                        if len(every) == len(set(every)) and sum(
+                                isinstance(n, ast.Name) for n in ast.walk(s.targets[0])) == len(every):
+                            out += [ast.Assign([t], v, lineno=0) for t, v in pairs]
+                            continue
                 out.append(s)
             block[:] = out
     return ast.unparse(ast.fix_missing_locations(tree))

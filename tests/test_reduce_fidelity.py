@@ -330,3 +330,28 @@ def test_candidates_run_in_the_cells_interpreter_with_the_project_off_sys_path(t
         run = s.run(probe, 120)
     assert run.status == 1 and run.record and run.record["type"] == "builtins.ModuleNotFoundError", run.output[-2000:]
     assert "0.6.0" in run.output and str(REPO) not in run.output.splitlines()[0]
+
+
+def test_a_cell_servers_candidates_share_jaxs_compilation_cache(tmp_path):
+    """The variables compile_cache_env sets are the ones this cell's jax reads: the first candidate's programs
+    are written to the folder, however fast they compiled, and the next one, a fresh fork, finds them; the
+    results and the compiled text are the same."""
+    from harness.reduce.server import ForkServer, compile_cache_env
+
+    cell = next(c for c in load_matrix(MATRICES_DIR / "default.yaml").cells if c.name == "jax060-cpu")
+    cache = tmp_path / "cache"
+    script = ("import jax, jax.numpy as jnp\nseen = []\n"
+              "jax.monitoring.register_event_listener(lambda e, **_: seen.append(e))\n"
+              "c = jax.jit(lambda x: jnp.sin(x) * 2).lower(jnp.ones(3)).compile()\n"
+              "print('text', len(c.as_text()), 'value', c(jnp.ones(3)).tolist())\n"
+              "print('hits', sum(e.endswith('compilation_cache/cache_hits') for e in seen))\n")
+    with ForkServer(ensure_env(cell).python, {**cell.run_env(), **compile_cache_env(cache)}, ["numpy", "jax"],
+                    tmp_path / "s", cell.name) as s:
+        first = s.run(script, 120)
+        entries = sorted(p.name for p in cache.iterdir()) if cache.is_dir() else []
+        second = s.run(script, 120)
+    assert first.status == 0 and second.status == 0, first.output[-2000:]
+    assert entries, "the first candidate wrote nothing to the cache"
+    assert "hits 0" in first.output and "hits 0" not in second.output and "hits" in second.output, second.output[-2000:]
+    said = [line for line in first.output.splitlines() if line.startswith("text")]
+    assert said and said == [line for line in second.output.splitlines() if line.startswith("text")]

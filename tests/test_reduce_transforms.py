@@ -422,3 +422,36 @@ def test_a_short_tuple_of_constants_is_written_where_it_is_read_like_a_constant(
     assert "shape =" not in got and "names =" not in got and "print(math.prod((4,)), (4,), ('x',))" in got, got
     long = "sizes = (1024, 2048, 4096)\nprint(sizes, sizes)\n"  # longer than a reader takes in place twice
     assert t.inline_constants(long) == long
+
+
+def test_unused_parameters_go_one_function_at_a_time_too():
+    code = _code("""\
+        def make(program, width, seed):
+            return [0] * width
+        def run_all(program, width, seed):
+            return make(program, width, seed)
+        print(run_all(1, 3, 0))
+        """)
+    each = t.drop_unused_params_each(code)
+    assert each[0] == t.drop_unused_params(code) and "run_all(3)" in each[0]  # all at once first
+    alone = [c for c in each if "def make(width)" in c and "run_all(1, 3, 0)" in c]
+    assert alone and "make(width)" in alone[0]  # run_all's call, held as written, stays; its callee's goes
+    assert all(c != code for c in each) and len(set(each)) == len(each)
+    assert t.drop_unused_params_each(_code("def f(a):\n    return a\nf(1)\n")) == []
+
+
+def test_a_module_alias_of_a_name_bound_once_is_read_through_anywhere():
+    code = _code("""\
+        def fresh(x):
+            return x + 1
+        fn = fresh
+        def other():
+            return 2
+        print(fn(1))
+        """)
+    got = list(t.inline_names(code))
+    assert _code("def fresh(x):\n    return x + 1\ndef other():\n    return 2\nprint(fresh(1))") in got
+    for kept in ("def fresh(x):\n    return 1\nfn = fresh\nfresh = 3\nprint(fn(1))",  # rebound after
+                 "fn = fresh\ndef fresh(x):\n    return 1\nprint(fn(1))",  # bound after the alias
+                 "def fresh(x):\n    return 1\nfn = fresh\ndef g():\n    fresh = 2\n    return fn\nprint(g())"):  # a local
+        assert not [c for c in t.inline_names(_code(kept)) if "fn" not in c], kept

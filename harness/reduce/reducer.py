@@ -263,7 +263,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     steps: list[Callable[[str], list[str]]] = [
         lambda b: [transforms.unwrap_main(b), transforms.drop_skips(b)],
         lambda b: [transforms.dead_code(b), transforms.dead_code(b, imports=True)],
-        lambda b: [transforms.drop_unused_params(b)],
+        lambda b: transforms.drop_unused_params_each(b),
         lambda b: [transforms.inline_calls(b), transforms.inline_calls(b, substitute=False)],
         lambda b: list(transforms.inline_returns(b)),
         lambda b: list(unfold.inline_bodies(b)),

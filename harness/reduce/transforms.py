@@ -250,10 +250,15 @@ def bind_arguments(fn: ast.FunctionDef, call: ast.Call) -> dict[str, ast.expr] |
     return values  # type: ignore[return-value]
 
 
-def drop_unused_params(code: str) -> str:
-    """Each parameter a top-level function never reads goes, and so does the argument every call passes it."""
+def drop_unused_params(code: str, only: str | None = None) -> str:
+    """Each parameter a top-level function (`only`: that one) never reads goes, and so does the argument every
+    call passes it. One function at a time keeps a call the checks hold as written (`run = _run_all(program, 3,
+    4, 0)`) where its callees' parameters go (`generated_module(program, width, seed)` -> `generated_module(width)`
+    inside it, its own `program` and `seed` then unread)."""
     tree = ast.parse(code)
     for fn in _plain_functions(tree):
+        if only is not None and fn.name != only:
+            continue
         a = fn.args
         calls = _calls_of(tree, fn.name)
         if calls is None or any(any(isinstance(x, ast.Starred) for x in c.args) or any(k.arg is None for k in c.keywords)
@@ -279,6 +284,13 @@ def drop_unused_params(code: str) -> str:
                 del a.kwonlyargs[k]
                 del a.kw_defaults[k]
     return ast.unparse(tree)
+
+
+def drop_unused_params_each(code: str) -> list[str]:
+    """drop_unused_params of all top-level functions at once, then of each alone (those that change the code)."""
+    names = [fn.name for fn in _plain_functions(ast.parse(code))]
+    return list(dict.fromkeys(c for c in [drop_unused_params(code), *(drop_unused_params(code, n) for n in names)]
+                              if c != code))
 
 
 class _Subst(ast.NodeTransformer):
@@ -357,9 +369,16 @@ def inline_calls(code: str, substitute: bool = True) -> str:
     return ast.unparse(tree)
 
 
+def _bound_once_before(tree: ast.Module, name: str, i: int) -> bool:
+    """Whether one top-level statement before the i-th binds name and no other statement, at any depth, does
+    (so it is the same object wherever it is read after)."""
+    return [j for j, s in enumerate(tree.body) if name in bound_names(s)] in ([j] for j in range(i))
+
+
 def inline_names(code: str, *, ordered: bool = False) -> Iterator[str]:
     """Candidates, one per name: a name assigned once and read once is replaced by its value, where
-    the read is in the next statement of the same block (a module constant: anywhere) and the line
+    the read is in the next statement of the same block (a module constant, or a module name another
+    bound once before it, as `fn = fresh`: anywhere) and the line
     holding it stays within MAX_LINE. ordered: only a value that calls nothing (a call moved into its
     reader runs later, or inside a lambda once a call)."""
     tree = ast.parse(code)
@@ -377,12 +396,16 @@ def inline_names(code: str, *, ordered: bool = False) -> Iterator[str]:
             if ordered and runs_code(stmt.value):
                 continue
             later = holder[i + 1] if i + 1 < len(holder) else None
-            is_const = holder is tree.body and isinstance(stmt.value, ast.Constant)
+            is_const = holder is tree.body and (isinstance(stmt.value, ast.Constant) or (
+                isinstance(stmt.value, ast.Name) and _bound_once_before(tree, stmt.value.id, i)))
             user = later if later is not None and name in _loads(later) else None
             if user is None and is_const:
                 user = next((s for s in holder[i + 1:] if name in _loads(s)), None)
             if user is None:
                 continue
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) for n in ast.walk(user)) \
+                    and bound_names(user) & set(_loads(stmt.value)):
+                continue  # read in a scope of the user's that binds a name the value reads: another object there
             cand = copy.deepcopy(tree)
             c_holder = _same_block(cand, tree, holder)
             c_user = c_holder[holder.index(user)]

@@ -11,6 +11,9 @@ import textwrap
 import tokenize
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from harness.reduce import transforms as t
 from harness.reduce.normalise import NOQA, reduced_script
 from harness.reduce.reducer import reduce_script
@@ -455,3 +458,60 @@ def test_a_module_alias_of_a_name_bound_once_is_read_through_anywhere():
                  "fn = fresh\ndef fresh(x):\n    return 1\nprint(fn(1))",  # bound after the alias
                  "def fresh(x):\n    return 1\nfn = fresh\ndef g():\n    fresh = 2\n    return fn\nprint(g())"):  # a local
         assert not [c for c in t.inline_names(_code(kept)) if "fn" not in c], kept
+
+
+def _dead_code_by_walks(code: str, imports: bool) -> str:
+    """dead_code as first written: every read counted again, by a walk of the whole tree, per statement."""
+    tree = ast.parse(code)
+    for _ in range(50):
+        changed = False
+        for holder in [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+            for stmt in list(holder):
+                if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+                    if holder is tree.body and t._loads(tree, skip=stmt).get(stmt.name, 0) == 0:
+                        holder.remove(stmt)
+                        changed = True
+                    continue
+                if isinstance(stmt, ast.Import):
+                    if imports and holder is tree.body and t._loads(tree).get(stmt.names[0].name, 0) == 0:
+                        holder.remove(stmt)
+                        changed = True
+                    continue
+                names, value = t._targets(stmt), getattr(stmt, "value", None)
+                if value is not None and any(isinstance(n, ast.Call) for n in ast.walk(value)):
+                    continue
+                if names and all(t._loads(tree).get(n, 0) == 0 for n in names):
+                    holder.remove(stmt)
+                    changed = True
+        if not changed:
+            break
+    t._fix_empty(tree)
+    return ast.unparse(tree)
+
+
+@st.composite
+def _programs_with_dead_parts(draw) -> str:
+    """Top-level functions (some nested, some reading each other or a module name), assignments, imports."""
+    names = ["a", "b", "c", "f", "g", "h", "os"]
+    lines = []
+    for _ in range(draw(st.integers(1, 9))):
+        kind = draw(st.sampled_from(["def", "nested", "assign", "import", "call"]))
+        n, m = draw(st.sampled_from(names[:6])), draw(st.sampled_from(names))
+        if kind == "def":
+            lines.append(f"def {n}():\n    x = {m}\n    y = x\n    return {draw(st.sampled_from(['x', 'y', '0']))}")
+        elif kind == "nested":
+            lines.append(f"def {n}():\n    def {m if m != 'os' else 'k'}():\n        return {draw(st.sampled_from(names))}\n"
+                         f"    z = 1\n    return 0")
+        elif kind == "assign":
+            lines.append(f"{n} = {m}")
+        elif kind == "import":
+            lines.append("import os")
+        else:
+            lines.append(f"print({m})")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(_programs_with_dead_parts(), st.booleans())
+def test_dead_code_counting_reads_once_removes_what_a_walk_per_statement_did(code, imports):
+    assert t.dead_code(code, imports=imports) == _dead_code_by_walks(code, imports)

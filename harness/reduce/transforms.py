@@ -30,6 +30,7 @@ import ast
 import copy
 import operator
 import re
+from collections import Counter
 from typing import Iterator
 
 from harness.reduce.names import bound_names
@@ -152,27 +153,37 @@ def _targets(node: ast.stmt) -> list[str] | None:
 def dead_code(code: str, imports: bool = False, calls: bool = False) -> str:
     """code without top-level definitions and assignments (and, with imports, imports) whose names
     nothing reads; inside functions, assignments to locals nothing reads (with calls: also those
-    whose value calls something). Repeated to a fixpoint."""
+    whose value calls something). Repeated to a fixpoint. The reads are counted once and less what each
+    removed statement read (a walk of the whole tree per statement was a tenth of a torch-cell search)."""
     tree = ast.parse(code)
+    loads = Counter(_loads(tree))
+    gone: set[int] = set()  # the functions removed with a statement: their bodies' reads are already subtracted
+
+    def remove(holder: list[ast.stmt], stmt: ast.stmt) -> None:
+        holder.remove(stmt)
+        loads.subtract(_loads(stmt))
+        gone.update(id(n) for n in ast.walk(stmt) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
     for _ in range(50):
         changed = False
-        for holder in [tree.body] + [b for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                     for b in [n.body]]:
+        for fn, holder in [(None, tree.body)] + [(n, n.body) for n in ast.walk(tree)
+                                                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            if id(fn) in gone:
+                continue
             scope_is_module = holder is tree.body
             for stmt in list(holder):
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     if not scope_is_module or stmt.decorator_list:
                         continue
-                    if _loads(tree, skip=stmt).get(stmt.name, 0) == 0:
-                        holder.remove(stmt)
+                    if loads[stmt.name] - _loads(stmt).get(stmt.name, 0) <= 0:  # read nowhere but in itself
+                        remove(holder, stmt)
                         changed = True
                     continue
                 if imports and isinstance(stmt, (ast.Import, ast.ImportFrom)) and scope_is_module:
                     names = [(a.asname or a.name).split(".")[0] if isinstance(stmt, ast.Import) else (a.asname or a.name)
                              for a in stmt.names]
-                    loads = _loads(tree)
-                    if "*" not in names and all(loads.get(n, 0) == 0 for n in names):
-                        holder.remove(stmt)
+                    if "*" not in names and all(loads[n] <= 0 for n in names):
+                        remove(holder, stmt)
                         changed = True
                     continue
                 names = _targets(stmt)
@@ -180,8 +191,8 @@ def dead_code(code: str, imports: bool = False, calls: bool = False) -> str:
                 if not calls and value is not None and any(
                         isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)) for n in ast.walk(value)):
                     continue  # what it computes may be the point (`out, = g(t)` runs g): one statement at a time
-                if names and all(_loads(tree, skip=None).get(n, 0) == 0 for n in names):
-                    holder.remove(stmt)
+                if names and all(loads[n] <= 0 for n in names):
+                    remove(holder, stmt)
                     changed = True
         if not changed:
             break

@@ -468,7 +468,9 @@ def _dead_code_by_walks(code: str, imports: bool) -> str:
         for holder in [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
             for stmt in list(holder):
                 if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-                    if holder is tree.body and t._loads(tree, skip=stmt).get(stmt.name, 0) == 0:
+                    inside = {id(n) for n in ast.walk(stmt)}
+                    if holder is tree.body and not any(isinstance(n, ast.Name) and n.id == stmt.name and id(n) not in inside
+                                                       and not isinstance(n.ctx, ast.Store) for n in ast.walk(tree)):
                         holder.remove(stmt)
                         changed = True
                     continue

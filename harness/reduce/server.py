@@ -35,9 +35,9 @@ def compile_cache_env(folder: Path) -> dict[str, str]:
     program cached however fast it compiled: a candidate compiles what the one before it compiled (a
     generated module's eager ops and its jitted step: 0.56 s of a 0.8 s run, 0.21 s from the cache). jax
     reads them at import, in the server, before any fork. A hit is the executable the miss compiled (its
-    numerics and `as_text()` the same); what a compile prints (a warning) is printed once only, so the
-    written script is run again without the cache: in a fresh interpreter (harness.reduce.reducer
-    drop_env) and by the fidelity tests."""
+    numerics and `as_text()` the same); what a compile prints (a warning) is printed once only. The written
+    script runs without the cache in the fresh interpreters that try the cell's variables (harness.reduce.reducer
+    drop_env, where the script has variables and the budget leaves time) and in the fidelity tests."""
     return {"JAX_COMPILATION_CACHE_DIR": str(folder), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
 

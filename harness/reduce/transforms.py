@@ -120,14 +120,12 @@ def truncate(source: str, lines: list[int]) -> str:
     return ast.unparse(tree)
 
 
-def _loads(tree: ast.AST, skip: ast.AST | None = None) -> dict[str, int]:
-    """How many times each name is read in tree (outside `skip`'s subtree)."""
+def _loads(tree: ast.AST) -> dict[str, int]:
+    """How many times each name is read in tree."""
     out: dict[str, int] = {}
     todo = [tree]
     while todo:
         node = todo.pop()
-        if node is skip:
-            continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
             out[node.id] = out.get(node.id, 0) + 1
         todo.extend(ast.iter_child_nodes(node))
@@ -383,7 +381,8 @@ def inline_calls(code: str, substitute: bool = True) -> str:
 def _bound_once_before(tree: ast.Module, name: str, i: int) -> bool:
     """Whether one top-level statement before the i-th binds name and no other statement, at any depth, does
     (so it is the same object wherever it is read after)."""
-    return [j for j, s in enumerate(tree.body) if name in bound_names(s)] in ([j] for j in range(i))
+    binders = [j for j, s in enumerate(tree.body) if name in bound_names(s)]
+    return len(binders) == 1 and binders[0] < i
 
 
 def inline_names(code: str, *, ordered: bool = False) -> Iterator[str]:

@@ -514,8 +514,8 @@ def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]
             isinstance(t, (ast.Name, ast.Tuple, ast.List)) for t in target.elts):
         return None
     if not isinstance(value, (ast.Tuple, ast.List)):
-        names = [n for n in ast.walk(target) if not isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))]
-        return None if names else [(target, value)]  # `a, b = pair`: kept as one
+        other = [n for n in ast.walk(target) if not isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store))]
+        return None if other else [(target, value)]  # `a, b = pair`: kept as one
     if len(target.elts) != len(value.elts) or any(isinstance(v, ast.Starred) for v in value.elts):
         return None
     out: list[tuple[ast.expr, ast.expr]] = []
@@ -543,20 +543,16 @@ def split_tuple_assignments(code: str) -> str:
                 pairs = _pairs(s.targets[0], s.value) if (
                     isinstance(s, ast.Assign) and len(s.targets) == 1
                     and isinstance(s.targets[0], (ast.Tuple, ast.List))) else None
-                if pairs and len(pairs) > 1:
-                    bound = [{n.id for n in ast.walk(t) if isinstance(n, ast.Name)} for t, _ in pairs]
-                    every = [n for b in bound for n in b]
+                every = [n.id for n in ast.walk(s.targets[0]) if isinstance(n, ast.Name)] if pairs else []
+                if pairs and len(pairs) > 1 and len(every) == len(set(every)):
                     earlier: set[str] = set()
-                    for names, (_t, v) in zip(bound, pairs):
-                        calls = any(isinstance(n, ast.Call) for n in ast.walk(v))
-                        if earlier & (set(_loads(v)) | (in_functions if calls else set())):
+                    for t, v in pairs:
+                        if earlier & (set(_loads(v)) | (in_functions if runs_code(v) else set())):
                             break
-                        earlier |= names
+                        earlier |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
                     else:
-                        if len(every) == len(set(every)) and sum(
-                                isinstance(n, ast.Name) for n in ast.walk(s.targets[0])) == len(every):
-                            out += [ast.Assign([t], v, lineno=0) for t, v in pairs]
-                            continue
+                        out += [ast.Assign([t], v, lineno=0) for t, v in pairs]
+                        continue
                 out.append(s)
             block[:] = out
     return ast.unparse(ast.fix_missing_locations(tree))

@@ -531,6 +531,53 @@ def test_an_earlier_batchs_reduction_is_taken_again_only_where_one_run_shows_it_
         assert kept_out.text == first.text and "could not be kept for the next batch" in " ".join(said[-3:])
 
 
+def test_a_budget_bound_record_is_resumed_not_taken_and_settles_once_a_resume_finds_nothing_shorter(tmp_path):
+    """harness.reduce.memo: a kept search that stopped at the budget is the next batch's start (its code is
+    run as the first candidate, and the search goes on from it); the result replaces the record where it is
+    shorter; where a resumed search writes nothing shorter the record stays, settled, and the batch after
+    takes it after one run. A budget-bound record whose code no longer fails is searched from the script."""
+    import json
+
+    from harness.reduce.batch import Job, _one
+
+    script = tmp_path / "fake-cpu__case.py"
+    script.write_text(SCRIPT)
+    folder = tmp_path / "memo"
+    with _server(tmp_path, "bad", BUG="1") as bad:
+        servers = lambda _name, _preload, is_fresh=False: bad  # noqa: E731
+        said: list[str] = []
+        first = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        [record] = folder.glob("*.json")
+        done = json.loads(record.read_text())
+        assert not done["budget_hit"] and not done["settled"] and not first.resumed
+        # a search cut short with two of the script's statements left: resumed, and it ends where the whole
+        # search did, in fewer candidates
+        cut = "import json\nUNUSED_TABLE = {'a': 1, 'b': 2, 'c': 3}\n" + done["body"]
+        record.write_text(json.dumps({**done, "budget_hit": True, "body": cut}))
+        resumed = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        assert resumed.resumed and not resumed.reused and resumed.text == first.text
+        assert resumed.candidates < first.candidates / 2
+        assert any("the search goes on from it" in m for m in said) and "resumed from an earlier batch's" in said[-1]
+        again = json.loads(record.read_text())
+        assert not again["budget_hit"] and again["body"] == done["body"]  # replaced by the shorter, finished one
+        # a budget-bound record already as short as a search from it gets: kept, settled, then taken
+        record.write_text(json.dumps({**done, "budget_hit": True}))
+        said.clear()
+        settled = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        assert settled.resumed and settled.text == first.text and settled.candidates > 0
+        assert any("nothing shorter" in m and "settled" in m for m in said), said
+        assert json.loads(record.read_text()) == {**done, "budget_hit": True, "settled": True}
+        taken = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        assert taken.reused and not taken.resumed and taken.ran == 1 and taken.text == first.text
+        # a budget-bound record whose code no longer fails: the search starts from the script
+        record.write_text(json.dumps({**done, "budget_hit": True, "body": "print('no failure')\n"}))
+        said.clear()
+        searched = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        assert not searched.resumed and not searched.reused and searched.text == first.text
+        assert not any("goes on from it" in m for m in said)
+        assert json.loads(record.read_text())["body"] == done["body"]
+
+
 def test_a_string_folded_from_the_scripts_own_pieces_is_kept_and_a_cut_one_is_not():
     from harness.reduce.reducer import _composed, _pieces
 

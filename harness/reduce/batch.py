@@ -77,6 +77,7 @@ class Outcome:
     oracle: str = ""  # beside the signature: "contrast cell", "frozen checks" (the script's own, no passing cell) or ""
     by_construction: str | None = None  # minimal by construction: the one check the script keeps (run once, not searched)
     reused: bool = False  # an earlier batch's reduction of this very script and envs (harness.reduce.memo), run again
+    resumed: bool = False  # the search went on from an earlier batch's budget-bound reduction of it (harness.reduce.memo)
     signature: str | None = None  # what the signature run gave (a script minimal by construction)
     # Not recorded in reduce.json: the reduced script (None when refused) and the script it was reduced from,
     # for write_reductions (which writes CASE.min.py only beside the same script).
@@ -445,12 +446,16 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
         contrast = [server(c, preload) for c in runs_it]
         cell, match = server(job.cell, preload), known_match(source)
         name = memo.key(source, cell, contrast, match, budget) if memo_dir is not None else None
-        red = _reused(memo_dir, name, cell, contrast, match, out, say) if memo_dir is not None and name else None
+        record = memo.load(memo_dir, name) if memo_dir is not None and name else None
+        resume = record if record is not None and memo.resumable(record) else None
+        red = _reused(record, cell, contrast, match, out, say) if record is not None and resume is None else None
         if red is None:
             red = reduce_script(source, cell, match, contrast=contrast,
                                 budget_s=budget, say=lambda m: say("  " + m), fresh=server(job.cell, preload, True),
                                 fresh_contrast=[server(c, preload, True) for c in runs_it],
-                                seeds=seeds or ())
+                                seeds=seeds or (), resume=resume)
+            if resume is not None and red.resumed:
+                red = _shorter(red, resume, cell, contrast, match, say)
             why = memo.store(memo_dir, name, red) if memo_dir is not None and name else None
             if why:
                 say(f"  the reduction could not be kept for the next batch: {why}")
@@ -462,27 +467,24 @@ def _one(job: Job, server: Callable[..., ForkServer], budget_s: float | None,
         out.refused, out.seconds = f"cannot run in {job.cell}: {exc}", round(time.monotonic() - start, 1)
         say(f"  refused: {out.refused}")
         return out
-    text = reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE,
-                          crash=red.signature.status < 0)
+    text = _written(red)
     out.text = text  # written by write_reductions, with the batch's other outputs, as a whole
     out.lines_after, out.seconds = len(text.splitlines()), round(time.monotonic() - start, 1)
     out.candidates, out.ran, out.budget_hit, out.contrast = red.candidates, out.ran + red.ran, red.budget_hit, red.contrast
-    out.env_dropped, out.seeded, out.oracle = red.env_dropped, red.seeded, red.oracle
+    out.env_dropped, out.seeded, out.oracle, out.resumed = red.env_dropped, red.seeded, red.oracle, red.resumed
     if seeds is not None and all(x.body != red.body or x.signature != red.signature for x in seeds):
         seeds.insert(0, red)
     how = (f"an earlier batch's reduction, {out.ran} checking runs" if out.reused else
-           f"{out.ran} runs" + (", budget reached" if red.budget_hit else ""))
+           f"{out.ran} runs" + (", resumed from an earlier batch's reduction" if red.resumed else "")
+           + (", budget reached" if red.budget_hit else ""))
     say(f"  {out.lines_before} -> {out.lines_after} lines in {out.seconds} s ({how}) -> {min_path(job.script).name}")
     return out
 
 
-def _reused(memo_dir: Path, name: str, cell: ForkServer, contrast: list[ForkServer], match: str | None,
+def _reused(red: Reduction, cell: ForkServer, contrast: list[ForkServer], match: str | None,
             out: Outcome, say: Callable[[str], None]) -> Reduction | None:
     """An earlier batch's reduction of this script in these envs, where one run in the cell and one in each
     cell the full script passed in show it still holds (out records the runs); else None (search)."""
-    red = memo.load(memo_dir, name)
-    if red is None:
-        return None
     passing = [c for c in contrast if c.name in red.contrast]
     if len(passing) != len(red.contrast):
         return None
@@ -493,6 +495,34 @@ def _reused(memo_dir: Path, name: str, cell: ForkServer, contrast: list[ForkServ
     out.reused = True
     say(f"  an earlier batch's reduction of this script in these envs: it still holds ({out.ran} runs)")
     return red
+
+
+def _written(red: Reduction) -> str:
+    """The reduced script CASE.min.py holds."""
+    return reduced_script(red.facts, red.env, red.body, red.contrast, frozen=red.oracle == ORACLE,
+                          crash=red.signature.status < 0)
+
+
+def _shorter(red: Reduction, record: Reduction, cell: ForkServer, contrast: list[ForkServer], match: str | None,
+             say: Callable[[str], None]) -> Reduction:
+    """The search resumed from record, or record where that search wrote nothing shorter and the record still
+    holds (its checks as a kept record's): then settled, so a later batch takes it and does not resume again
+    (each resume costs a whole budget; one that gains nothing would be the next one's start again)."""
+    def lines(r: Reduction) -> int:
+        return len(_written(r).splitlines())
+
+    if lines(red) < lines(record):
+        return red
+    passing = [c for c in contrast if c.name in record.contrast]
+    holds, ran = (memo.still_holds(record, cell, passing, match, memo.TIMEOUT_S) if len(passing) == len(record.contrast)
+                  else (False, 0))
+    if not holds:
+        return red
+    say(f"  the resumed search wrote nothing shorter than the earlier batch's {lines(record)} lines: that one is "
+        "kept, settled")
+    record.candidates, record.ran, record.seconds = red.candidates, red.ran + ran, red.seconds
+    record.resumed = record.settled = True
+    return record
 
 
 def _by_construction(job: Job, source: str, out: Outcome, server: ForkServer, say: Callable[[str], None]) -> Outcome:

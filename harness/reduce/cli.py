@@ -62,7 +62,9 @@ def add_reduce_parser(sub: argparse._SubParsersAction) -> None:
 REUSE_HELP = ("search every script again. By default a script reduced by an earlier batch with the same reducer, "
               "in the same cell and contrast cell envs, at the same budget, takes that reduction again once one run "
               "in its cell (the same signature) and one in each contrast cell (exit 0) show it still holds "
-              "(kept in $SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions; reduce.json says `reused`)")
+              "(kept in $SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions; reduce.json says `reused`); one "
+              "whose search stopped at the budget is where this batch's search starts instead (`resumed`), until a "
+              "resumed search finds nothing shorter")
 
 
 def memo_folder(no_reuse: bool) -> Path | None:

@@ -10,7 +10,9 @@ fork server, where its signature must be the recorded one, and once in each cont
 exit 0: the checks a search's last candidate passed. The variables it dropped were dropped by fresh runs
 of this same code in these same envs (as harness.reduce.reducer._same_program takes a seed's). A miss,
 or a record that no longer holds, is searched as if there were none, and the search's result replaces
-the record.
+the record. A record whose search stopped at the budget is not taken but resumed: the next search starts
+from its code (harness.reduce.reducer.reduce_script's `resume`), and its result replaces the record where
+it is shorter; where it is not, the record stays, settled, and later batches take it.
 
 The folder ($SEAMS_REDUCE_CACHE, default ~/.cache/xla-seams/reductions) is the user's cache, beside
 the cell envs the harness runs and with the same trust: a record's code is a script the reducer wrote,
@@ -84,6 +86,12 @@ def load(folder: Path, name: str) -> Reduction | None:
         return Reduction.from_record(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def resumable(red: Reduction) -> bool:
+    """Whether a later batch goes on with red's search rather than taking it: it stopped at the budget, and no
+    search resumed from it has yet come out no shorter."""
+    return red.budget_hit and not red.settled
 
 
 def still_holds(red: Reduction, cell: ForkServer, contrast: Sequence[ForkServer], match: str | None,

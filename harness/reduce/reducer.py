@@ -65,13 +65,16 @@ class Reduction:
     seeded: bool = False  # the search started from an earlier script's reduced code (same signature)
     oracle: str = ""  # what vouched for it beside the signature: "contrast cell", "frozen checks" or "" (the library's error)
     env_before: dict[str, str] = field(default_factory=dict)  # the variables before any was dropped (the script's)
+    resumed: bool = False  # the search went on from an earlier batch's budget-bound reduction of this script
+    settled: bool = False  # a search resumed from it found nothing shorter: a later batch takes it, not resumes it
 
     def record(self) -> dict:
         """The reduction as JSON data: what another process of the batch takes as a seed
         (harness.reduce.shared) and what a later batch takes again (harness.reduce.memo)."""
         return {"facts": self.facts, "env": self.env, "body": self.body, "signature": asdict(self.signature),
                 "contrast": self.contrast, "env_dropped": self.env_dropped, "env_checked": self.env_checked,
-                "env_before": self.env_before, "oracle": self.oracle, "budget_hit": self.budget_hit}
+                "env_before": self.env_before, "oracle": self.oracle, "budget_hit": self.budget_hit,
+                "settled": self.settled}
 
     @classmethod
     def from_record(cls, d: dict) -> "Reduction":
@@ -88,13 +91,14 @@ class Reduction:
                              sig.get("own_check") is True),
                    contrast=[str(c) for c in d["contrast"]], env_dropped=[str(n) for n in d["env_dropped"]],
                    env_checked=d["env_checked"] is True, env_before=strings(d["env_before"]),
-                   oracle=str(d.get("oracle", "")), budget_hit=d.get("budget_hit") is True)
+                   oracle=str(d.get("oracle", "")), budget_hit=d.get("budget_hit") is True,
+                   settled=d.get("settled") is True)
 
 
 def reduce_script(source: str, server: ForkServer, match: str | None, *, contrast: Sequence[ForkServer] = (),
                   budget_s: float = 300, say: Callable[[str], None] = lambda _m: None,
                   fresh: ForkServer | None = None, fresh_contrast: Sequence[ForkServer] = (),
-                  seeds: Sequence[Reduction] = ()) -> Reduction:
+                  seeds: Sequence[Reduction] = (), resume: Reduction | None = None) -> Reduction:
     """Reduce source (a failing standalone script) under its signature; raises NotReducible.
 
     contrast: servers of cells where the case passes (the fixing release first) and the full script
@@ -104,7 +108,10 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     fresh (and fresh_contrast, the contrast cells'): servers that import at most numpy and torch and
     run without the cell's variables, where dropping a variable from the script is seen. seeds: reductions of
     scripts before: the code of one with this script's signature, or of the same case (another cell),
-    is tried first (and the variables it did without)."""
+    is tried first (and the variables it did without). resume: an earlier batch's reduction of this very script
+    that stopped at the budget (harness.reduce.memo): its code is tried before any seed, and where it fails the
+    same way the search goes on from it, where a seed's ends the search (a budget-bound search's path is cut
+    short; reduced again from its 40-line result, xla27-cpu's call sequences went to 33 lines in 64 s)."""
     start = time.monotonic()
     try:
         parts = split_script(source)
@@ -323,6 +330,12 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         tidying = was
 
     def start_search() -> None:
+        if resume is not None and resume.signature == sig and keeps(resume.body):
+            say("  an earlier batch's budget-bound reduction of this script fails the same way: the search goes on "
+                "from it")
+            red.resumed = True
+            rewrites()
+            return
         # A script reduced before in this batch with the same signature (the same case in another cell, a
         # sibling case failing the same way) gives its reduced code as the first candidate: one run.
         same = [x for x in seeds if x.signature == sig]
@@ -392,7 +405,8 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         red.env_checked = True
         say(f"  the variables as the seed's identical script found: without {', '.join(red.env_dropped) or 'none'}")
     elif fresh is not None and red.env:
-        drop_env(red, fresh, fresh_contrast, match, start, budget_s, say, seeded[0].env_dropped if seeded else [],
+        drop_env(red, fresh, fresh_contrast, match, start, budget_s, say,
+                 seeded[0].env_dropped if seeded else resume.env_dropped if red.resumed and resume else [],
                  guess_s=first.seconds)
     red.seconds = time.monotonic() - start
     return red

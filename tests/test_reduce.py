@@ -531,6 +531,28 @@ def test_an_earlier_batchs_reduction_is_taken_again_only_where_one_run_shows_it_
         assert kept_out.text == first.text and "could not be kept for the next batch" in " ".join(said[-3:])
 
 
+def test_a_second_batch_takes_the_first_batchs_reduction_though_each_caches_compiles_in_its_own_scratch(monkeypatch,
+                                                                                                         tmp_path):
+    """The memo's key is what decides a reduction: each batch's servers get jax's compilation cache in the
+    batch's own scratch folder (harness.reduce.server.compile_cache_env), and that folder is not part of it
+    (it was: no record was ever taken again, every nightly searched each script)."""
+    from types import SimpleNamespace
+
+    from harness.cells import envs
+    from harness.reduce import batch
+    from harness.reduce.batch import Job
+
+    script = tmp_path / "fake-cpu__case.py"
+    script.write_text(SCRIPT)
+    monkeypatch.setattr(batch, "cell_named", lambda _name: SimpleNamespace(run_env=lambda: {"BUG": "1"}))
+    monkeypatch.setattr(envs, "ensure_env", lambda _cell: SimpleNamespace(python=Path(sys.executable)))
+    folder = tmp_path / "memo"
+    first = batch._reduce_in_order([Job(script, "fake-cpu")], 60, lambda _m: None, memo_dir=folder)
+    again = batch._reduce_in_order([Job(script, "fake-cpu")], 60, lambda _m: None, memo_dir=folder)
+    assert [o.reused for o in first] == [False] and [o.reused for o in again] == [True]
+    assert again[0].text == first[0].text and len(list(folder.glob("*.json"))) == 1
+
+
 def test_a_budget_bound_record_is_resumed_not_taken_and_settles_once_a_resume_finds_nothing_shorter(tmp_path):
     """harness.reduce.memo: a kept search that stopped at the budget is the next batch's start (its code is
     run as the first candidate, and the search goes on from it); the result replaces the record where it is

@@ -31,11 +31,12 @@ from typing import Sequence
 from harness.errors import UserError
 from harness.reduce.reducer import Reduction
 from harness.reduce.script import assemble
-from harness.reduce.server import ForkServer
+from harness.reduce.server import ForkServer, compile_cache_env
 from harness.reduce.signature import signature
 from harness.safeio import atomic_write, folder_from_env
 
 MAX_RECORD_BYTES = 1_000_000  # a reduced script and its figures; more is not a record this wrote
+CACHE_VARIABLES = frozenset(compile_cache_env(Path()))
 TIMEOUT_S = 300  # the checking runs' alarm (a search's candidates get 3x the original's run, at least 10 s)
 
 
@@ -59,7 +60,9 @@ def reducer_version() -> str:
 def key(source: str, cell: ForkServer, contrast: Sequence[ForkServer], match: str | None, budget_s: float) -> str:
     """The record's name for this script, reduced in this cell against these contrast cells."""
     def where(s: ForkServer) -> list:
-        return [str(s.python), sorted(s.env.items())]
+        # the compilation cache's folder is the batch's own scratch (a new one each batch): where candidates'
+        # executables are cached decides nothing a reduction keeps (a hit is the miss's executable)
+        return [str(s.python), sorted((k, v) for k, v in s.env.items() if k not in CACHE_VARIABLES)]
 
     what = {"reducer": reducer_version(), "script": source, "cell": where(cell),
             "contrast": [where(c) for c in contrast], "match": match, "budget_s": budget_s}

@@ -588,9 +588,13 @@ def test_a_budget_bound_record_is_resumed_not_taken_and_settles_once_a_resume_fi
         settled = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
         assert settled.resumed and settled.text == first.text and settled.candidates > 0
         assert any("nothing shorter" in m and "settled" in m for m in said), said
-        assert json.loads(record.read_text()) == {**done, "budget_hit": True, "settled": True}
+        assert json.loads(record.read_text()) == {**done, "settled": True}  # that search ended within the budget
         taken = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
         assert taken.reused and not taken.resumed and taken.ran == 1 and taken.text == first.text
+        # settled while still budget-bound (the resumed search reached the budget too): taken, not resumed
+        record.write_text(json.dumps({**done, "budget_hit": True, "settled": True}))
+        taken = _one(Job(script, "fake-cpu"), servers, 60, said.append, [], folder)
+        assert taken.reused and not taken.resumed and taken.ran == 1 and taken.budget_hit
         # a budget-bound record whose code no longer fails: the search starts from the script
         record.write_text(json.dumps({**done, "budget_hit": True, "body": "print('no failure')\n"}))
         said.clear()

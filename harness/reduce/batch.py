@@ -520,7 +520,9 @@ def _shorter(red: Reduction, record: Reduction, cell: ForkServer, contrast: list
         return red
     say(f"  the resumed search wrote nothing shorter than the earlier batch's {lines(record)} lines: that one is "
         "kept, settled")
-    record.candidates, record.ran, record.seconds = red.candidates, red.ran + ran, red.seconds
+    # this batch's search is what reduce.json reports: one that ended within the budget found the record a
+    # fixpoint, and the record is no longer a cut-short search's
+    record.candidates, record.ran, record.seconds, record.budget_hit = red.candidates, red.ran + ran, red.seconds, red.budget_hit
     record.resumed = record.settled = True
     return record
 

@@ -36,7 +36,7 @@ from harness.reduce.signature import signature
 from harness.safeio import atomic_write, folder_from_env
 
 MAX_RECORD_BYTES = 1_000_000  # a reduced script and its figures; more is not a record this wrote
-CACHE_VARIABLES = frozenset(compile_cache_env(Path()))
+CACHE_VARIABLES = frozenset(compile_cache_env(Path()))  # the names only: left out of the key (key())
 TIMEOUT_S = 300  # the checking runs' alarm (a search's candidates get 3x the original's run, at least 10 s)
 
 

@@ -485,12 +485,10 @@ def _reused(red: Reduction, cell: ForkServer, contrast: list[ForkServer], match:
             out: Outcome, say: Callable[[str], None]) -> Reduction | None:
     """An earlier batch's reduction of this script in these envs, where one run in the cell and one in each
     cell the full script passed in show it still holds (out records the runs); else None (search)."""
-    passing = [c for c in contrast if c.name in red.contrast]
-    if len(passing) != len(red.contrast):
-        return None
-    holds, out.ran = memo.still_holds(red, cell, passing, match, memo.TIMEOUT_S)
+    holds, out.ran = memo.still_holds(red, cell, contrast, match, memo.TIMEOUT_S)
     if not holds:
-        say(f"  an earlier batch's reduction no longer fails as recorded here ({out.ran} runs): searched again")
+        if out.ran:  # else a cell it passed in is not among this batch's: searched, silently, as before
+            say(f"  an earlier batch's reduction no longer fails as recorded here ({out.ran} runs): searched again")
         return None
     out.reused = True
     say(f"  an earlier batch's reduction of this script in these envs: it still holds ({out.ran} runs)")
@@ -508,18 +506,13 @@ def _shorter(red: Reduction, record: Reduction, cell: ForkServer, contrast: list
     """The search resumed from record, or record where that search wrote nothing shorter and the record still
     holds (its checks as a kept record's): then settled, so a later batch takes it and does not resume again
     (each resume costs a whole budget; one that gains nothing would be the next one's start again)."""
-    def lines(r: Reduction) -> int:
-        return len(_written(r).splitlines())
-
-    if lines(red) < lines(record):
+    kept = len(_written(record).splitlines())
+    if len(_written(red).splitlines()) < kept:
         return red
-    passing = [c for c in contrast if c.name in record.contrast]
-    holds, ran = (memo.still_holds(record, cell, passing, match, memo.TIMEOUT_S) if len(passing) == len(record.contrast)
-                  else (False, 0))
+    holds, ran = memo.still_holds(record, cell, contrast, match, memo.TIMEOUT_S)
     if not holds:
         return red
-    say(f"  the resumed search wrote nothing shorter than the earlier batch's {lines(record)} lines: that one is "
-        "kept, settled")
+    say(f"  the resumed search wrote nothing shorter than the earlier batch's {kept} lines: that one is kept, settled")
     # this batch's search is what reduce.json reports: one that ended within the budget found the record a
     # fixpoint, and the record is no longer a cut-short search's
     record.candidates, record.ran, record.seconds, record.budget_hit = red.candidates, red.ran + ran, red.seconds, red.budget_hit

@@ -99,8 +99,11 @@ def resumable(red: Reduction) -> bool:
 
 def still_holds(red: Reduction, cell: ForkServer, contrast: Sequence[ForkServer], match: str | None,
                 timeout_s: int) -> tuple[bool, int]:
-    """(whether the recorded reduction still fails as recorded in the cell and passes in each contrast
-    cell, how many runs that took)."""
+    """(whether the recorded reduction still fails as recorded in the cell and passes in each contrast cell it
+    passed in when recorded, how many runs that took); (False, 0) where one of those is not among contrast."""
+    contrast = [c for c in contrast if c.name in red.contrast]
+    if len(contrast) != len(red.contrast):
+        return False, 0
     full = assemble(red.env, red.body)
     run = cell.run(full, timeout_s)
     if signature(run, full, match) != red.signature:

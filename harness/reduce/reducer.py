@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 
 import pysource_minimize
 
-from harness.reduce import ordered, rebase, transforms, unfold
+from harness.reduce import ordered, rebase, specialise, transforms, unfold
 from harness.reduce.checks import ORACLE, Frozen, frozen_checks, lacks
 from harness.reduce.names import undefined_names
 from harness.reduce.script import assemble, split_preamble, split_script  # split_preamble: the tests' too
@@ -193,13 +193,17 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
     # fold_literals writes `f"{'nested'}: got {n}"` as `f'nested: got {n}'`: a text no line held, made wholly of
     # the script's own strings and numbers' texts, in order; what pysource-minimize cuts out of a string is not
     pieces = _pieces(_constants(parts.body) | {(first.record or {}).get("message", "")})
+    # and a value it computes from literals: `'torchax.default_env'.rpartition('.')` as `('torchax', '.',
+    # 'default_env')`, whose 'torchax' no line held. What fold_literals makes of a kept candidate is allowed.
+    derived: set = set()
 
     def keeps(candidate: str) -> bool:
         red.candidates += 1
         key = key_of(candidate)
         if key in seen:
             return seen[key]
-        if _RENAMED in candidate or not all(v in constants or _composed(v, pieces) for v in _constants(candidate)):
+        if _RENAMED in candidate or not all(v in constants or v in derived or _composed(v, pieces)
+                                            for v in _constants(candidate)):
             seen[key] = False
             return False
         if not tidying and time.monotonic() - start > limit[0] * budget_s:  # this phase's share of the budget
@@ -228,6 +232,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         if ok:
             red.body = candidate
             since.append(candidate)
+            derived.update(_constants(unfold.fold_literals(candidate)))
         return ok
 
     def checkpoint() -> None:
@@ -288,6 +293,11 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
                    transforms.inline_constants(b),
                    transforms.literal_message(b, sig.where, (first.record or {}).get("message", ""))],
         lambda b: [transforms.fold_constant_tests(b)],
+        # what a generated scenario left general: a builder called on hypothesis's literal, written out; a
+        # wrapper that only passes its arguments on; a loop filling a dict; an import below a namedtuple
+        lambda b: list(specialise.partial_evaluation(b)),
+        lambda b: [*specialise.eta_functions(b), *specialise.loop_comprehensions(b), specialise.literal_imports(b),
+                   specialise.hoist_imports_past_calls(b)],
     ]
 
     # Tried one by one only (not in the composite: an unread `out, = g(t)` whose call is the failure goes too).

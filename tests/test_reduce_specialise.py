@@ -278,3 +278,10 @@ def test_a_module_imported_by_its_literal_name_is_imported_by_a_statement():
                   "import importlib\nx = importlib.import_module('no such')\n",
                   "import importlib\nx = importlib.import_module(name)\n"]:
         assert sp.literal_imports(other) == other
+
+
+def test_a_known_name_shadowed_where_the_builder_is_called_is_not_its_module_value():
+    code = _script("named", "{'w': [('a', 0), None]}", "(lambda template: build(template, A, B))({'x': ('a', 0)})")
+    for got in sp.partial_evaluation(code):
+        assert _same(_run(got), _run(code)), got
+    assert "{'w': [A, None]}" not in "".join(sp.partial_evaluation(code))

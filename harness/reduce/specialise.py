@@ -27,6 +27,8 @@ import keyword
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from harness.reduce.names import bound_names
+from harness.reduce.signature import parents_of
 from harness.reduce.transforms import _written
 
 MAX_STEPS = 5_000  # evaluation steps for one call: a builder that takes more is left as it is
@@ -440,6 +442,7 @@ def partial_evaluation(code: str) -> Iterator[str]:
         cand = copy.deepcopy(tree)
         c_fn = next(s for s in cand.body if isinstance(s, ast.FunctionDef) and s.name == name)
         replaced = 0
+        parents = parents_of(cand)
         for node in list(ast.walk(cand)):
             for field, value in ast.iter_fields(node):
                 slots = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
@@ -448,7 +451,8 @@ def partial_evaluation(code: str) -> Iterator[str]:
                         continue
                     if _inside(child, c_fn):
                         continue  # the builder's own recursion
-                    got = _evaluated(child, functions, known)
+                    shadowed = _local_names(child, parents)
+                    got = _evaluated(child, functions, {k: v for k, v in known.items() if k not in shadowed})
                     if got is None:
                         continue
                     if k is None:
@@ -463,6 +467,21 @@ def partial_evaluation(code: str) -> Iterator[str]:
         text = _written(cand)
         if text is not None:
             yield text
+
+
+def _local_names(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str]:
+    """The names the scopes around node bind (a lambda's or function's parameters and locals, a
+    comprehension's targets): there a module name's known value is not what the name holds."""
+    out: set[str] = set()
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            out |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+            if not isinstance(node, ast.Lambda):
+                out |= bound_names(ast.Module(body=node.body, type_ignores=[]))
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            out |= {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+    return out
 
 
 def _inside(node: ast.AST, fn: ast.AST) -> bool:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.reduce import specialise as sp
+from harness.reduce import transforms
 
 # The three builders the structure scenarios leave after reduction (suites/call_jax/test_structure.py and
 # test_properties.py): a leaf marked by a (str, int) pair, by a 2-tuple whose name says which argument,
@@ -260,9 +261,10 @@ def test_a_loop_that_fills_a_dict_or_list_becomes_a_comprehension_computing_the_
 
 def test_an_import_below_a_call_moves_up_to_the_imports():
     code = "import collections\nPair = collections.namedtuple('Pair', ['a'])\nimport json\nx = json.dumps(1)\n"
-    assert sp.hoist_imports_past_calls(code).splitlines()[:2] == ["import collections", "import json"]
-    assert sp.hoist_imports_past_calls("import json\nx = 1\n") == "import json\nx = 1\n"
-    assert ast.parse(sp.hoist_imports_past_calls("from __future__ import annotations\nx = 1\n"))
+    assert transforms.hoist_imports(code, past_calls=True).splitlines()[:2] == ["import collections", "import json"]
+    assert transforms.hoist_imports(code) == code  # by default only past definitions (frozen checks)
+    assert transforms.hoist_imports("import json\nx = 1\n", past_calls=True) == "import json\nx = 1\n"
+    assert ast.parse(transforms.hoist_imports("from __future__ import annotations\nx = 1\n", past_calls=True))
 
 
 def test_a_module_imported_by_its_literal_name_is_imported_by_a_statement():

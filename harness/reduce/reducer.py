@@ -297,7 +297,7 @@ def reduce_script(source: str, server: ForkServer, match: str | None, *, contras
         # wrapper that only passes its arguments on; a loop filling a dict; an import below a namedtuple
         lambda b: list(specialise.partial_evaluation(b)),
         lambda b: [*specialise.eta_functions(b), *specialise.loop_comprehensions(b), specialise.literal_imports(b),
-                   specialise.hoist_imports_past_calls(b)],
+                   transforms.hoist_imports(b, past_calls=True)],
     ]
 
     # Tried one by one only (not in the composite: an unread `out, = g(t)` whose call is the failure goes too).

@@ -14,22 +14,23 @@ some script):
   flat}` (and `.append(v)` into a list, a list comprehension).
 - `literal_imports`: `importlib.import_module('torchax').default_env()` becomes `torchax.default_env()`,
   with `import torchax` at the top.
-- `hoist_imports_past_calls`: a top-level import below statements that run code (`Pair =
-  collections.namedtuple(...)`) moves up to the imports at the top; transforms.hoist_imports moves one
-  only past definitions, as under frozen checks it must (harness.reduce.rebase).
+
+transforms.hoist_imports(past_calls=True) moves an import below a call (`Pair = collections.namedtuple(...)`)
+up beside these.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import functools
 import keyword
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from harness.reduce.names import bound_names
 from harness.reduce.signature import parents_of
-from harness.reduce.transforms import _written
+from harness.reduce.transforms import _written, import_lead
 
 MAX_STEPS = 5_000  # evaluation steps for one call: a builder that takes more is left as it is
 MAX_DEPTH = 40  # its recursion
@@ -91,7 +92,7 @@ def _record_types(tree: ast.Module) -> dict[str, _RecordType]:
     return out
 
 
-def _stored_once(tree: ast.Module) -> dict[str, int]:
+def _module_bindings(tree: ast.Module) -> dict[str, int]:
     """How many times each module-level name is bound at module level; a name some function declares
     `global` counts as bound again (it may change anywhere)."""
     counts: dict[str, int] = {}
@@ -380,11 +381,7 @@ class _Generated:
     items: tuple
 
 
-class _FellOff:
-    pass
-
-
-_FELL_OFF = _FellOff()
+_FELL_OFF = object()  # a block that ended without returning: the function goes on (or returns None)
 
 
 def _written_value(value: object) -> ast.expr:
@@ -407,7 +404,7 @@ def _written_value(value: object) -> ast.expr:
 def _known_globals(tree: ast.Module, records: dict[str, _RecordType]) -> dict[str, object]:
     """Module names bound once to a literal (namedtuples of the script's included), never changed in place
     (no `x.append`, no `x[k] = v`): what a builder may read as known."""
-    stored = _stored_once(tree)
+    stored = _module_bindings(tree)
     changed = {n.value.id for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Subscript))
                and isinstance(n.value, ast.Name) and (n.attr in _MUTATORS if isinstance(n, ast.Attribute)
                                                       else not isinstance(n.ctx, ast.Load))}
@@ -431,7 +428,7 @@ def partial_evaluation(code: str) -> Iterator[str]:
     literal, a name bound once to one) and the others names or constants, replaced by what it returns,
     written out; the function goes where no call of it is left."""
     tree = ast.parse(code)
-    stored = _stored_once(tree)
+    stored = _module_bindings(tree)
     functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef) and not s.decorator_list
                  and stored.get(s.name) == 1}
     if not functions:
@@ -443,26 +440,18 @@ def partial_evaluation(code: str) -> Iterator[str]:
         c_fn = next(s for s in cand.body if isinstance(s, ast.FunctionDef) and s.name == name)
         replaced = 0
         parents = parents_of(cand)
-        for node in list(ast.walk(cand)):
-            for field, value in ast.iter_fields(node):
-                slots = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-                for k, child in slots:
-                    if not (isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == name):
-                        continue
-                    if _inside(child, c_fn):
-                        continue  # the builder's own recursion
-                    shadowed = _local_names(child, parents)
-                    got = _evaluated(child, functions, {k: v for k, v in known.items() if k not in shadowed})
-                    if got is None:
-                        continue
-                    if k is None:
-                        setattr(node, field, got)
-                    else:
-                        value[k] = got
-                    replaced += 1
+        own = {id(n) for n in ast.walk(c_fn)}  # the builder's own recursion stays
+        for call, put in _calls(cand):
+            if not (isinstance(call.func, ast.Name) and call.func.id == name) or id(call) in own:
+                continue
+            shadowed = _local_names(call, parents)
+            got = _evaluated(call, functions, {n: v for n, v in known.items() if n not in shadowed})
+            if got is not None:
+                put(got)
+                replaced += 1
         if not replaced:
             continue
-        if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(cand) if not _inside(n, c_fn)):
+        if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(cand) if id(n) not in own):
             cand.body.remove(c_fn)
         text = _written(cand)
         if text is not None:
@@ -484,8 +473,16 @@ def _local_names(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> set[str]:
     return out
 
 
-def _inside(node: ast.AST, fn: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(fn))
+def _calls(tree: ast.AST) -> Iterator[tuple[ast.Call, Callable[[ast.expr], None]]]:
+    """Each call in tree (as it was when asked) with what puts an expression in its place."""
+    for node in list(ast.walk(tree)):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for k, child in enumerate(value):
+                    if isinstance(child, ast.Call):
+                        yield child, functools.partial(value.__setitem__, k)
+            elif isinstance(value, ast.Call):
+                yield value, functools.partial(setattr, node, field)
 
 
 def _evaluated(call: ast.Call, functions: dict[str, ast.FunctionDef], known: dict[str, object]) -> ast.expr | None:
@@ -519,7 +516,7 @@ def eta_functions(code: str) -> Iterator[str]:
     """Candidates, one per wrapper: a top-level `def f(a, *args, **kw): return g(a, *args, **kw)`, passing
     its parameters through in order to a module name g, goes and g is read where f was."""
     tree = ast.parse(code)
-    stored = _stored_once(tree)
+    stored = _module_bindings(tree)
     for fn in [s for s in tree.body if isinstance(s, ast.FunctionDef)]:
         a = fn.args
         body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
@@ -599,55 +596,30 @@ def loop_comprehensions(code: str) -> Iterator[str]:
             yield text
 
 
-def hoist_imports_past_calls(code: str) -> str:
-    """The first top-level import below another statement moves up to the imports the script starts with."""
-    tree = ast.parse(code)
-    lead = 0
-    while lead < len(tree.body) and isinstance(tree.body[lead], (ast.Import, ast.ImportFrom)):
-        lead += 1
-    for i in range(lead, len(tree.body)):
-        stmt = tree.body[i]
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and getattr(stmt, "module", None) != "__future__":
-            del tree.body[i]
-            tree.body.insert(lead, stmt)
-            return ast.unparse(tree)
-    return code
-
-
-
 def literal_imports(code: str) -> str:
     """`importlib.import_module('torchax')` (what folding `torchax_entry('default_env')`'s f-string and
     rpartition leaves) becomes `torchax`, imported at the top with `import torchax`, where no other binding
     of that name is in the script."""
     tree = ast.parse(code)
-    stored = _stored_once(tree)
+    stored = _module_bindings(tree)
     imported = {(a.asname or a.name) for s in tree.body if isinstance(s, ast.Import) for a in s.names}
-    for node in ast.walk(tree):
-        for field, value in ast.iter_fields(node):
-            slots = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-            for k, child in slots:
-                if not (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-                        and child.func.attr == "import_module" and isinstance(child.func.value, ast.Name)
-                        and child.func.value.id == "importlib" and len(child.args) == 1 and not child.keywords
-                        and isinstance(child.args[0], ast.Constant) and isinstance(child.args[0].value, str)):
-                    continue
-                dotted = child.args[0].value
-                parts = dotted.split(".")
-                if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-                    continue
-                if stored.get(parts[0], 0) - (parts[0] in imported or dotted in imported) > 0:
-                    continue  # the name is bound to something else somewhere
-                expr: ast.expr = ast.Name(parts[0], ast.Load())
-                for p in parts[1:]:
-                    expr = ast.Attribute(expr, p, ast.Load())
-                if k is None:
-                    setattr(node, field, expr)
-                else:
-                    value[k] = expr
-                if dotted not in imported:
-                    lead = 0
-                    while lead < len(tree.body) and isinstance(tree.body[lead], (ast.Import, ast.ImportFrom)):
-                        lead += 1
-                    tree.body.insert(lead, ast.Import([ast.alias(dotted)]))
-                return _written(tree) or code
+    for call, put in _calls(tree):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "import_module"
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "importlib"
+                and len(call.args) == 1 and not call.keywords
+                and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+            continue
+        dotted = call.args[0].value
+        parts = dotted.split(".")
+        if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+            continue
+        if stored.get(parts[0], 0) - (parts[0] in imported or dotted in imported) > 0:
+            continue  # the name is bound to something else somewhere
+        expr: ast.expr = ast.Name(parts[0], ast.Load())
+        for p in parts[1:]:
+            expr = ast.Attribute(expr, p, ast.Load())
+        put(expr)
+        if dotted not in imported:
+            tree.body.insert(import_lead(tree), ast.Import([ast.alias(dotted)]))
+        return _written(tree) or code
     return code

@@ -625,3 +625,18 @@ def test_an_f_strings_literal_parts_fold_into_its_text_in_a_reduced_script(tmp_p
     with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good-cpu") as good:
         red = reduce_script(FSTRING_MESSAGE, bad, None, contrast=[good], budget_s=120)
     assert "{'library_sum'}" not in red.body and "library_sum gave {got}" in red.body, red.body
+
+
+SPLIT_NAME = SCRIPT.replace("    want = math.fsum(values)\n",
+                            "    _, _, name = 'math.fsum'.rpartition('.')\n    want = getattr(math, name)(values)\n")
+
+
+def test_a_value_folded_from_the_scripts_literals_is_kept_though_no_line_held_it(tmp_path):
+    # 'math.fsum'.rpartition('.') folds to ('math', '.', 'fsum'): 'fsum' is no line's value nor made of
+    # the script's strings end to end, yet it is the script's own computation, not a string cut short:
+    # the guard on values lets through what fold_literals makes of a kept candidate
+    assert "rpartition" in SPLIT_NAME
+    with _server(tmp_path, "bad", BUG="1") as bad, _server(tmp_path, "good-cpu") as good:
+        red = reduce_script(SPLIT_NAME, bad, None, contrast=[good], budget_s=120)
+    # (`_, _, name` binds `_` twice, so the tuple stays a tuple: its 'fsum' is the folded value)
+    assert "rpartition" not in red.body and ("'fsum'" in red.body or "math.fsum(" in red.body), red.body
